@@ -1,0 +1,3 @@
+"""Intrinsic Memory Agents on LangGraph."""
+
+__version__ = "0.1.0"

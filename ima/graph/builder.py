@@ -1,0 +1,60 @@
+"""The one graph factory used by the CLI, the tests and langgraph.json.
+
+It reads like the architecture: setup, then the router choosing the next speaker; each
+agent node is followed by its own memory-update node (intrinsic mode) and returns to the
+router; the router's FINALIZE / turn-cap edge leads to the documentation node and END.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from ima.graph.context import MemoryMode, RunContext
+from ima.graph.state import InputState, State
+from ima.nodes.agent import make_agent_node
+from ima.nodes.documentation import make_documentation_node
+from ima.nodes.memory import make_memory_node
+from ima.nodes.router import make_router_node, route
+from ima.nodes.schedule import DOCUMENTATION
+from ima.nodes.setup import make_setup_node
+from ima.tasks import Task
+
+MEMORY_MODES: tuple[MemoryMode, ...] = ("intrinsic", "none")
+
+
+def memory_node_name(role_id: str) -> str:
+    return f"{role_id}_memory"
+
+
+def build_graph(task: Task, memory_mode: MemoryMode = "intrinsic") -> StateGraph:
+    """The uncompiled graph for `task`; `none` is the memoryless baseline."""
+    with_memory = memory_mode == "intrinsic"
+    graph = StateGraph(State, input_schema=InputState, context_schema=RunContext)
+    graph.add_node("setup", make_setup_node(task, with_memory))
+    graph.add_node("router", make_router_node(task))
+    for role_id in task.speakers:
+        graph.add_node(role_id, make_agent_node(task, role_id, with_memory))
+        if with_memory:
+            graph.add_node(memory_node_name(role_id), make_memory_node(task, role_id))
+            graph.add_edge(role_id, memory_node_name(role_id))
+            graph.add_edge(memory_node_name(role_id), "router")
+        else:
+            graph.add_edge(role_id, "router")
+    graph.add_node(DOCUMENTATION, make_documentation_node(task))
+    graph.add_edge(START, "setup")
+    graph.add_edge("setup", "router")
+    destinations = {r: r for r in task.speakers} | {DOCUMENTATION: DOCUMENTATION}
+    graph.add_conditional_edges("router", route, destinations)
+    graph.add_edge(DOCUMENTATION, END)
+    return graph
+
+
+def compile_graph(
+    task: Task, memory_mode: MemoryMode = "intrinsic", **kwargs: Any
+) -> CompiledStateGraph:
+    """Compile with e.g. `checkpointer=`, `store=`; the graph is named after task and mode."""
+    name = f"{task.id}:{memory_mode}"
+    return build_graph(task, memory_mode).compile(name=name, **kwargs)

@@ -1,0 +1,106 @@
+"""Graph state: one place for everything a run remembers between steps.
+
+The transcript and the memory slots are DeltaChannels: a checkpoint stores only the new
+writes (plus rare snapshots), so checkpoint storage grows linearly with the conversation
+instead of storing the whole transcript again at every step (DESIGN.md section 3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
+
+from langgraph.channels.delta import DeltaChannel
+
+RunStatus = Literal["running", "finalized", "turn_cap", "failed"]
+CallKind = Literal["agent_turn", "memory_update", "template_generation", "documentation"]
+
+# Snapshots bound replay time on resume; a high cadence keeps them from dominating storage.
+_SNAPSHOT_EVERY = 5000
+
+
+class CallUsage(TypedDict):
+    input_tokens: int
+    output_tokens: int
+    calls: int
+    seconds: float
+    estimated_calls: int  # calls whose counts are tiktoken estimates, not the backend's
+
+
+class Turn(TypedDict):
+    index: int  # 1-based position in the conversation
+    speaker: str
+    phase: str
+    content: str
+    flags: list[str]  # parsed markers: ACCEPT, REJECT, FINALIZE
+    tokens: int  # tiktoken count of the turn as rendered in a context, computed once
+    usage: CallUsage
+
+
+class MemorySlot(TypedDict):
+    text: str
+    template: str  # generic | manual | llm
+    version: int
+    updated_turn: int  # turn whose output last rewrote it (0: initial)
+
+
+class FinalOutput(TypedDict):
+    markdown: str
+    spec: dict[str, Any] | None
+    valid: bool
+    error: str
+
+
+def append_turns(current: list[Turn], batches: Sequence[list[Turn]]) -> list[Turn]:
+    """Append-only, batching-invariant (as DeltaChannel requires)."""
+    out = list(current)
+    for batch in batches:
+        out.extend(batch)
+    return out
+
+
+def merge_slots(
+    current: dict[str, MemorySlot], batches: Sequence[dict[str, MemorySlot]]
+) -> dict[str, MemorySlot]:
+    out = dict(current)
+    for batch in batches:
+        out.update(batch)
+    return out
+
+
+def add_usage(
+    current: dict[str, dict[str, CallUsage]], update: dict[str, dict[str, CallUsage]]
+) -> dict[str, dict[str, CallUsage]]:
+    """Sum usage per role and call kind."""
+    out = {role: dict(kinds) for role, kinds in (current or {}).items()}
+    for role, kinds in update.items():
+        for kind, u in kinds.items():
+            prev = out.setdefault(role, {}).get(kind)
+            out[role][kind] = u if prev is None else {k: prev[k] + u[k] for k in u}  # type: ignore[literal-required]
+    return out
+
+
+class InputState(TypedDict):
+    """What a caller provides to start a run: nothing is required."""
+
+    brief: NotRequired[str]  # replaces the task's description for this run
+
+
+class State(InputState):
+    task_id: str
+    transcript: Annotated[
+        list[Turn], DeltaChannel(append_turns, snapshot_frequency=_SNAPSHOT_EVERY)
+    ]
+    memories: Annotated[
+        dict[str, MemorySlot], DeltaChannel(merge_slots, snapshot_frequency=_SNAPSHOT_EVERY)
+    ]
+    templates: dict[str, str]  # memory template text per role
+    phase: str
+    phase_round: int  # 1-based round within the current phase
+    position: int  # index into the round's speaking order of the last speaker
+    next_speaker: str
+    votes: dict[str, str]  # role -> ACCEPT | REJECT in the current consensus round
+    consensus: bool
+    status: RunStatus
+    usage: Annotated[dict[str, dict[str, CallUsage]], add_usage]
+    final: FinalOutput

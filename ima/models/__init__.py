@@ -1,0 +1,97 @@
+"""Model specs -> LangChain chat models.
+
+Specs: `scripted[:key=value,...]` (deterministic offline test model), `embedded` (the
+bundled llama.cpp model), `gguf:PATH`, `ollama:NAME`, or any `provider:model` that
+LangChain's `init_chat_model` knows. Models are cached per process: an agent graph with
+eight roles loads a local model once.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+
+from langchain_core.language_models import BaseChatModel
+
+from ima.errors import UserError
+
+
+def parse_options(text: str) -> dict[str, str]:
+    options = {}
+    for item in filter(None, text.split(",")):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UserError(f"bad model option {item!r}: write key=value, e.g. scripted:delay=0.5")
+        options[key.strip()] = value.strip()
+    return options
+
+
+def _scripted(options: str, seed: int) -> BaseChatModel:
+    from ima.models.scripted import ScriptedChatModel
+
+    fields = ScriptedChatModel.model_fields
+    opts = parse_options(options)
+    unknown = sorted(set(opts) - {"delay", "reject_rounds", "bad_json", "inject"})
+    if unknown:
+        raise UserError(
+            f"unknown scripted option {unknown[0]!r}: use delay, reject_rounds, bad_json, inject"
+        )
+    try:
+        values = {k: fields[k].annotation(v) for k, v in opts.items()}  # type: ignore[misc]
+    except ValueError as exc:
+        raise UserError(f"bad scripted option value: {exc}") from None
+    return ScriptedChatModel(seed=seed, **values)
+
+
+def _ollama(name: str, seed: int, temperature: float) -> BaseChatModel:
+    from langchain_ollama import ChatOllama
+
+    if not name:
+        raise UserError("ollama model name missing: write ollama:NAME, e.g. ollama:qwen2.5:7b")
+    host = os.environ.get("OLLAMA_HOST") or "http://127.0.0.1:11434"
+    if "://" not in host:
+        host = f"http://{host}"
+    return ChatOllama(model=name, base_url=host, temperature=temperature, seed=seed)
+
+
+@cache
+def load_chat_model(spec: str, seed: int = 0, temperature: float = 0.0) -> BaseChatModel:
+    """A chat model for `spec`; raises UserError naming the problem for bad specs."""
+    backend, _, rest = spec.strip().partition(":")
+    if backend == "scripted":
+        return _scripted(rest, seed)
+    if backend in ("embedded", "gguf"):
+        from ima.models.embedded import ModelSetupError, load_embedded
+
+        if backend == "gguf" and not rest:
+            raise UserError("gguf model path missing: write gguf:/path/to/model.gguf")
+        try:
+            return load_embedded(rest or None, seed=seed, temperature=temperature)
+        except ModelSetupError as exc:
+            raise UserError(str(exc)) from None
+    if backend == "ollama":
+        return _ollama(rest, seed, temperature)
+    if not rest:
+        raise UserError(
+            f"unknown model spec {spec!r}: use embedded, gguf:PATH, ollama:NAME, scripted, "
+            "or provider:model (e.g. openai:gpt-4o-mini)"
+        )
+    try:
+        from langchain.chat_models import init_chat_model
+
+        return init_chat_model(rest, model_provider=backend, temperature=temperature)
+    except ImportError as exc:
+        raise UserError(f"model {spec!r} needs a package that is not installed: {exc}") from None
+    except Exception as exc:  # provider packages raise many kinds for bad names or keys
+        raise UserError(f"cannot load model {spec!r}: {str(exc).splitlines()[0]}") from None
+
+
+def json_constrained(model: BaseChatModel, schema: dict) -> BaseChatModel:
+    """`model` bound to emit JSON following `schema` where the backend can enforce it."""
+    from langchain_ollama import ChatOllama
+
+    if isinstance(model, ChatOllama):
+        return model.bind(format=schema)  # type: ignore[return-value]
+    if type(model).__name__ == "EmbeddedChatModel":  # llama.cpp grammar from the schema
+        return model.bind(response_format={"type": "json_object", "schema": schema})  # type: ignore[return-value]
+    return model

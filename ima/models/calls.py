@@ -1,0 +1,43 @@
+"""One accounted model call: text out, usage recorded (backend counts, or marked estimates)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import Runnable
+
+from ima.graph.state import CallUsage
+from ima.memory.tokens import count_tokens
+
+
+def call_model(
+    model: BaseChatModel | Runnable,
+    messages: list[BaseMessage],
+    metadata: dict[str, Any],
+) -> tuple[str, CallUsage]:
+    """Invoke `model`; return its text and usage. `metadata` labels the call for tracing."""
+    started = time.perf_counter()
+    reply = model.invoke(messages, config={"metadata": metadata, "tags": [metadata["ima_kind"]]})
+    seconds = time.perf_counter() - started
+    text = reply.content if isinstance(reply.content, str) else str(reply.content)
+    counts = getattr(reply, "usage_metadata", None)
+    if counts:
+        usage = CallUsage(
+            input_tokens=counts["input_tokens"],
+            output_tokens=counts["output_tokens"],
+            calls=1,
+            seconds=seconds,
+            estimated_calls=0,
+        )
+    else:  # the backend reports nothing: estimate with tiktoken and say so
+        usage = CallUsage(
+            input_tokens=sum(count_tokens(str(m.content)) for m in messages),
+            output_tokens=count_tokens(text),
+            calls=1,
+            seconds=seconds,
+            estimated_calls=1,
+        )
+    return text.strip(), usage

@@ -1,0 +1,100 @@
+"""The documentation node (the finaliser role, DJE in the case study): the final Markdown
+design, then a JSON specification validated against the task's schema, repaired once."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+import jsonschema
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+
+from ima import prompts
+from ima.graph.context import RunContext
+from ima.graph.state import CallUsage, FinalOutput, State
+from ima.graph.state import add_usage as _add
+from ima.memory.context import build_context
+from ima.models import json_constrained, load_chat_model
+from ima.models.calls import call_model
+from ima.nodes.prompting import cached_count, sections, system_prompt
+from ima.tasks import Task
+
+
+def parse_spec(text: str, schema: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    """The JSON object in `text` and '' if it validates, else (None or object, the problem)."""
+    body = re.sub(r"^```(?:json)?\s*|\s*```$", "", text.strip())
+    start, end = body.find("{"), body.rfind("}")
+    try:
+        spec = json.loads(body[start : end + 1] if start >= 0 else body)
+    except json.JSONDecodeError as exc:
+        return None, f"not parseable JSON ({exc.msg} at character {exc.pos})"
+    if not isinstance(spec, dict):
+        return None, "the answer is JSON but not an object"
+    error = jsonschema.exceptions.best_match(
+        jsonschema.Draft202012Validator(schema).iter_errors(spec)
+    )
+    if error is None:
+        return spec, ""
+    where = "/".join(str(p) for p in error.absolute_path) or "top level"
+    return spec, f"at {where}: {error.message}"
+
+
+def make_documentation_node(task: Task) -> Callable[..., dict[str, Any]]:
+    role_id = task.schedule.finalizer
+    schema_text = json.dumps(task.output_schema, indent=2)
+
+    def documentation(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+        settings = runtime.context
+        system = system_prompt(task, role_id, state["brief"])
+        ending = (
+            "all agents accepted" if state["consensus"] else "turn cap reached without consensus"
+        )
+
+        def user(turns: str) -> str:
+            return sections(None, turns) + prompts.render("documentation", ending=ending)
+
+        context = build_context(
+            fixed_tokens=cached_count(system) + cached_count(user("x")),
+            memory="",
+            transcript=state["transcript"],
+            budget=settings.token_budget,
+        )
+        model = load_chat_model(settings.model, settings.seed)
+        usage: dict[str, dict[str, CallUsage]] = {}
+
+        def call(runnable: Any, messages: list[Any], meta: dict[str, Any]) -> str:
+            nonlocal usage
+            text, call_usage = call_model(runnable, messages, {"ima_role": role_id, **meta})
+            usage = _add(usage, {role_id: {"documentation": call_usage}})
+            return text
+
+        design = call(
+            model,
+            [SystemMessage(system), HumanMessage(user(context.rendered_turns))],
+            {"ima_kind": "documentation"},
+        )
+        spec_messages: list[Any] = [
+            SystemMessage(system),
+            HumanMessage(prompts.render("specification", schema=schema_text, design=design)),
+        ]
+        constrained = json_constrained(model, task.output_schema)
+        answer = call(constrained, spec_messages, {"ima_kind": "specification", "ima_attempt": 1})
+        spec, error = parse_spec(answer, task.output_schema)
+        if error:  # one repair attempt, shown the validation problem
+            spec_messages += [
+                AIMessage(answer),
+                HumanMessage(prompts.render("specification_repair", error=error, previous=answer)),
+            ]
+            answer = call(
+                constrained, spec_messages, {"ima_kind": "specification", "ima_attempt": 2}
+            )
+            spec, error = parse_spec(answer, task.output_schema)
+
+        status = "failed" if error else ("finalized" if state["consensus"] else "turn_cap")
+        final = FinalOutput(markdown=design, spec=spec, valid=not error, error=error)
+        return {"final": final, "status": status, "usage": usage}
+
+    return documentation

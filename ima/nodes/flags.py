@@ -1,0 +1,33 @@
+"""Tolerant parsing of the markers agents write: votes and FINALIZE.
+
+Small models decorate their answers ("**ACCEPT**", "Vote: accept.", "I cannot accept"),
+so the first line decides when it holds a vote, then the whole text if it is unambiguous.
+"""
+
+from __future__ import annotations
+
+import re
+
+_NEGATED_ACCEPT = re.compile(r"\b(not|cannot|can't|won't|don't|do not)\s+accept", re.I)
+_ACCEPT = re.compile(r"\baccept(s|ed)?\b", re.I)
+_REJECT = re.compile(r"\breject(s|ed)?\b", re.I)
+_FINALIZE = re.compile(r"\bFINALI[SZ]E\b|^\W*finali[sz]e\b", re.M)
+
+
+def _vote_in(text: str) -> str | None:
+    if _REJECT.search(text) or _NEGATED_ACCEPT.search(text):
+        return None if _ACCEPT.search(_NEGATED_ACCEPT.sub("", text)) else "REJECT"
+    return "ACCEPT" if _ACCEPT.search(text) else None
+
+
+def parse_vote(text: str) -> str | None:
+    """ACCEPT, REJECT, or None when the text holds no clear vote."""
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    return _vote_in(first) or _vote_in(text)
+
+
+def parse_flags(text: str) -> list[str]:
+    flags = [vote] if (vote := parse_vote(text)) else []
+    if _FINALIZE.search(text):
+        flags.append("FINALIZE")
+    return flags

@@ -1,0 +1,58 @@
+"""The memory-update node: M_new = LLM(role, M_old, latest own output).
+
+The node returns an update for its own role's slot and nothing else: whatever the model
+writes, no other agent's memory can change (memory privacy is structural).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+
+from ima import prompts
+from ima.graph.context import RunContext
+from ima.graph.state import MemorySlot, State
+from ima.models import load_chat_model
+from ima.models.calls import call_model
+from ima.nodes.prompting import system_prompt
+from ima.tasks import Task
+
+
+def make_memory_node(task: Task, role_id: str) -> Callable[..., dict[str, Any]]:
+    def update_memory(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+        settings = runtime.context
+        latest = state["transcript"][-1]
+        slot = state["memories"][role_id]
+        prompt = prompts.render(
+            "memory_update",
+            template=state["templates"][role_id],
+            memory=slot["text"] or "(empty: this is your first turn)",
+            output=latest["content"],
+            turn=latest["index"],
+            words=settings.max_memory_words,
+        )
+        # Same system message as the agent's own turn: the backend reuses its cached prefix.
+        messages = [
+            SystemMessage(system_prompt(task, role_id, state["brief"])),
+            HumanMessage(prompt),
+        ]
+        model = load_chat_model(settings.memory_model_spec, settings.seed)
+        metadata = {"ima_kind": "memory_update", "ima_role": role_id, "ima_turn": latest["index"]}
+        text, usage = call_model(model, messages, metadata)
+        update: dict[str, Any] = {"usage": {role_id: {"memory_update": usage}}}
+        if text:  # an empty rewrite would erase the memory: keep the previous version instead
+            update["memories"] = {
+                role_id: MemorySlot(
+                    text=text,
+                    template=slot["template"],
+                    version=slot["version"] + 1,
+                    updated_turn=latest["index"],
+                )
+            }
+        return update
+
+    update_memory.__name__ = f"{role_id}_memory"
+    return update_memory

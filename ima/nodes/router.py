@@ -1,0 +1,25 @@
+"""The router node: applies the schedule after every turn (and memory update) and records
+phase, round, votes and consensus in the state; `route` then picks the edge."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from ima.graph.context import RunContext
+from ima.graph.state import State
+from ima.nodes.schedule import advance
+from ima.tasks import Task
+
+
+def make_router_node(task: Task) -> Callable[..., dict[str, Any]]:
+    def router(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+        return advance(task.schedule, state, state["transcript"], runtime.context.turn_cap)
+
+    return router
+
+
+def route(state: State) -> str:
+    return state["next_speaker"]

