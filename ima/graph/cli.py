@@ -1,0 +1,278 @@
+"""The `ima` command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ima.errors import UserError
+from ima.graph import display
+from ima.graph.builder import compile_graph
+from ima.graph.context import RunContext
+from ima.graph.runner import create_run, execute, load_state, resumable
+from ima.graph.storage import RunRecord, RunRegistry, default_db
+from ima.tasks import available_tasks, load_task, load_task_file
+
+app = typer.Typer(
+    help="Intrinsic Memory Agents on LangGraph: role agents with private structured memory "
+    "design a solution together.\n\nStart with `ima run` (the data-pipeline design task), "
+    "then `ima runs` and `ima show THREAD`.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="rich",
+)
+console = Console()
+err = Console(stderr=True)
+
+DbOpt = Annotated[
+    Path, typer.Option("--db", help="SQLite file for checkpoints and the run list (env IMA_DB).")
+]
+JsonOpt = Annotated[
+    bool, typer.Option("--json", help="Print JSON on stdout for scripts, no live view.")
+]
+
+
+def _db(db: Path | None, must_exist: bool = False) -> Path:
+    path = db or default_db()
+    if must_exist and not path.exists():
+        raise UserError(f"no runs database at {path}: start a run with `ima run`, or pass --db")
+    return path
+
+
+def _finish(record: RunRecord, values: dict[str, Any], as_json: bool) -> None:
+    out = Path(record.out_dir)
+    if as_json:
+        print((out / "run.json").read_text())
+        return
+    console.print(display.Panel(display.final_view(values), title="Final design"))
+    console.print(display.usage_table(values.get("usage", {})))
+    console.print(
+        f"status {display.status_text(values.get('status', '?'))} · "
+        f"{len(values.get('transcript', []))} turns · {record.wall_seconds:.1f}s · outputs in {out}"
+    )
+
+
+def _execute(
+    record: RunRecord, db: Path, as_json: bool, brief: str = "", verbose: bool = False
+) -> None:
+    try:
+        if as_json:
+            values = execute(record, db, brief=brief)
+        else:
+            with display.LiveView(console, record, verbose) as view:
+                values = execute(record, db, view, brief=brief)
+    except KeyboardInterrupt:
+        err.print(f"interrupted: continue with `ima resume {record.thread_id}`")
+        raise typer.Exit(130) from None
+    except UserError:
+        raise
+    except Exception as exc:
+        if os.environ.get("IMA_DEBUG"):
+            raise
+        first = (str(exc).splitlines() or [""])[0]
+        err.print(
+            f"[red]error:[/red] run stopped: {type(exc).__name__}: {first}. Nothing is lost: "
+            f"fix the cause and continue with `ima resume {record.thread_id}` (IMA_DEBUG=1 shows the traceback)"
+        )
+        raise typer.Exit(1) from None
+    _finish(record, values, as_json)
+    if values.get("status") == "failed":
+        raise typer.Exit(1)
+
+
+@app.command()
+def run(
+    task: Annotated[
+        str, typer.Option(help="Task id (see `ima tasks`) or path to a task YAML file.")
+    ] = "data-pipeline",
+    memory: Annotated[
+        str, typer.Option(help="intrinsic (the method) or none (the memoryless baseline).")
+    ] = "intrinsic",
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="embedded, gguf:PATH, ollama:NAME, scripted[:delay=S], or provider:model (env IMA_MODEL)."
+        ),
+    ] = None,
+    memory_model: Annotated[
+        str | None, typer.Option(help="Model for memory updates (default: the agents' model).")
+    ] = None,
+    template: Annotated[
+        str | None, typer.Option(help="Memory template: generic, manual or llm (env IMA_TEMPLATE).")
+    ] = None,
+    budget: Annotated[
+        int | None,
+        typer.Option(help="Token budget of each agent's context (env IMA_TOKEN_BUDGET)."),
+    ] = None,
+    turn_cap: Annotated[
+        int | None, typer.Option(help="Maximum turns before the run ends (env IMA_TURN_CAP).")
+    ] = None,
+    seed: Annotated[
+        int | None, typer.Option(help="Seed for reproducible runs (env IMA_SEED).")
+    ] = None,
+    brief_file: Annotated[
+        Path | None, typer.Option(help="A text file whose brief replaces the task's description.")
+    ] = None,
+    thread: Annotated[
+        str | None, typer.Option(help="Name of the run's thread (default: generated).")
+    ] = None,
+    out: Annotated[
+        Path, typer.Option(help="Directory for outputs; each run writes OUT/THREAD/.")
+    ] = Path("runs"),
+    db: DbOpt = None,  # type: ignore[assignment]
+    show_memory: Annotated[
+        bool, typer.Option("--show-memory", help="Print every memory rewrite in full.")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run a task: agents discuss in phases, vote, and the finaliser writes the design.
+
+    Outputs: OUT/THREAD/design.md, design.json and run.json. Stop any time with Ctrl-C and
+    continue with `ima resume THREAD`.
+
+    Examples:\n
+      ima run\n
+      ima run --memory none --seed 3\n
+      ima run --model ollama:qwen2.5:7b --template llm --budget 4096
+    """
+    overrides = {
+        "model": model,
+        "memory_model": memory_model,
+        "template": template,
+        "token_budget": budget,
+        "turn_cap": turn_cap,
+        "seed": seed,
+    }
+    try:
+        settings = RunContext(**{k: v for k, v in overrides.items() if v is not None})
+    except ValueError as exc:
+        raise UserError(f"bad setting in the environment: {exc}") from None
+    brief = ""
+    if brief_file:
+        try:
+            brief = brief_file.read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise UserError(f"cannot read brief file {brief_file}: {exc.strerror}") from None
+        if not brief:
+            raise UserError(f"brief file {brief_file} is empty")
+    path = _db(db)
+    record = create_run(
+        task_ref=task,
+        memory_mode=memory,
+        settings=settings,
+        db=path,
+        out_root=out,
+        thread_id=thread,
+        brief=brief,
+    )
+    if not as_json:
+        console.print(
+            f"thread [bold]{record.thread_id}[/bold] · task {record.task_id} v{record.task_version} · "
+            f"memory {memory} · model {settings.model} · template {settings.template} · "
+            f"budget {settings.token_budget} · seed {settings.seed}"
+        )
+    _execute(record, path, as_json, brief, show_memory)
+
+
+@app.command()
+def resume(
+    thread: Annotated[
+        str, typer.Argument(help="Thread id of an interrupted run (see `ima runs`).")
+    ],
+    db: DbOpt = None,  # type: ignore[assignment]
+    as_json: JsonOpt = False,
+) -> None:
+    """Continue an interrupted run from its last checkpoint; completed turns are not repeated."""
+    path = _db(db, must_exist=True)
+    registry = RunRegistry(path)
+    try:
+        record = registry.get(thread)
+    finally:
+        registry.close()
+    resumable(record)
+    if not as_json:
+        console.print(f"resuming [bold]{thread}[/bold] · model {record.settings.get('model')}")
+    _execute(record, path, as_json)
+
+
+@app.command("runs")
+def list_runs(db: DbOpt = None, as_json: JsonOpt = False) -> None:  # type: ignore[assignment]
+    """List runs with their status (finalized, turn_cap, failed, running, interrupted)."""
+    registry = RunRegistry(_db(db, must_exist=True))
+    try:
+        records = registry.all()
+    finally:
+        registry.close()
+    if as_json:
+        rows = [
+            {
+                "thread_id": r.thread_id,
+                "task": r.task_id,
+                "memory_mode": r.memory_mode,
+                "status": r.shown_status,
+            }
+            for r in records
+        ]
+        print(json.dumps(rows, indent=2))
+    else:
+        console.print(display.runs_table(records))
+
+
+@app.command()
+def show(
+    thread: Annotated[str, typer.Argument(help="Thread id (see `ima runs`).")],
+    db: DbOpt = None,  # type: ignore[assignment]
+    as_json: JsonOpt = False,
+) -> None:
+    """Print a run's transcript, every agent's memory, token usage and status."""
+    path = _db(db, must_exist=True)
+    registry = RunRegistry(path)
+    try:
+        record = registry.get(thread)
+    finally:
+        registry.close()
+    values = load_state(record, path)
+    if as_json:
+        print(json.dumps(display.show_json(record, values), indent=2))
+    else:
+        console.print(display.show_view(record, values))
+
+
+@app.command()
+def tasks() -> None:
+    """List the bundled tasks (copy one of the files to define your own)."""
+    table = Table(title="Tasks")
+    for col in ("id", "version", "title", "roles", "file"):
+        table.add_column(col)
+    for task_id, path in available_tasks().items():
+        t = load_task_file(path)
+        table.add_row(task_id, str(t.version), t.title, ", ".join(r.id for r in t.roles), str(path))
+    console.print(table)
+
+
+@app.command()
+def graph(
+    task: Annotated[
+        str, typer.Option(help="Task id or path to a task YAML file.")
+    ] = "data-pipeline",
+    memory: Annotated[str, typer.Option(help="intrinsic or none.")] = "intrinsic",
+) -> None:
+    """Print the graph as Mermaid text (paste it into any Mermaid viewer)."""
+    if memory not in ("intrinsic", "none"):
+        raise UserError(f"unknown memory mode {memory!r}: use intrinsic or none")
+    print(compile_graph(load_task(task), memory).get_graph().draw_mermaid())  # type: ignore[arg-type]
+
+
+def main() -> None:
+    try:
+        app()
+    except UserError as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        sys.exit(2)

@@ -1,0 +1,195 @@
+"""Terminal rendering with rich: the live run view, the final design, `show` and `runs`."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from rich.console import Console, Group
+from rich.markdown import Markdown
+from rich.panel import Panel
+from rich.status import Status
+from rich.syntax import Syntax
+from rich.table import Table
+
+from ima.graph.outputs import usage_totals
+from ima.graph.storage import RunRecord
+
+
+class LiveView:
+    """Prints each turn as it lands under a status line: phase, speaker, turns, tokens."""
+
+    def __init__(self, console: Console, record: RunRecord, verbose_memory: bool = False):
+        self.console = console
+        self.cap = record.settings["turn_cap"]
+        self.verbose_memory = verbose_memory
+        self.turns = 0
+        self.tokens = 0
+        self.phase = ""
+        self.status: Status | None = None
+
+    def __enter__(self) -> LiveView:
+        self.status = self.console.status("starting")
+        self.status.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.status:
+            self.status.__exit__(None, None, None)
+
+    def _line(self, doing: str) -> str:
+        phase = f"{self.phase} · " if self.phase else ""
+        return f"{phase}turn {self.turns}/{self.cap} · {self.tokens:,} tokens · {doing}"
+
+    def __call__(self, node: str, update: dict[str, Any]) -> None:
+        for kinds in update.get("usage", {}).values():
+            self.tokens += sum(u["input_tokens"] + u["output_tokens"] for u in kinds.values())
+        if "phase" in update:
+            self.phase = f"{update['phase']} r{update.get('phase_round', 1)}"
+        doing = "working"
+        if node == "router":
+            nxt = update.get("next_speaker", "")
+            doing = (
+                "writing the final documentation"
+                if nxt == "documentation"
+                else f"{nxt} is speaking"
+            )
+        for turn in update.get("transcript", []):
+            self.turns = turn["index"]
+            self.console.print(turn_panel(turn))
+            doing = f"{turn['speaker']} is updating its memory"
+        for role, slot in update.get("memories", {}).items():
+            if slot["version"] and self.verbose_memory:
+                self.console.print(
+                    Panel(slot["text"], title=f"{role} memory v{slot['version']}", style="dim")
+                )
+            elif slot["version"]:
+                words = len(slot["text"].split())
+                self.console.print(
+                    f"  [dim]{role} memory → v{slot['version']} ({words} words)[/dim]"
+                )
+        if self.status:
+            self.status.update(self._line(doing))
+
+
+def turn_panel(turn: dict[str, Any]) -> Panel:
+    flags = " ".join(turn["flags"])
+    title = f"[bold]{turn['index']}. {turn['speaker']}[/bold] · {turn['phase']}"
+    return Panel(turn["content"], title=title, title_align="left", subtitle=flags or None)
+
+
+def usage_table(usage: dict[str, Any]) -> Table:
+    totals = usage_totals(usage)
+    table = Table(title="Token usage")
+    for col in ("agent", "kind", "calls", "input", "output", "seconds"):
+        table.add_column(col, justify="left" if col in ("agent", "kind") else "right")
+    for role, kinds in totals["by_agent_and_kind"].items():
+        for kind, u in kinds.items():
+            est = "*" if u["estimated_calls"] else ""
+            table.add_row(
+                role,
+                kind,
+                str(u["calls"]),
+                f"{u['input_tokens']:,}{est}",
+                f"{u['output_tokens']:,}{est}",
+                f"{u['seconds']:.1f}",
+            )
+    t = totals["total"]
+    table.add_row(
+        "total",
+        "",
+        str(t["calls"]),
+        f"{t['input_tokens']:,}",
+        f"{t['output_tokens']:,}",
+        f"{t['seconds']:.1f}",
+        style="bold",
+    )
+    return table
+
+
+def final_view(values: dict[str, Any]) -> Group:
+    final = values.get("final") or {}
+    parts: list[Any] = [Markdown(final.get("markdown", "") or "_no documentation_")]
+    if final.get("spec") is not None:
+        parts.append(Syntax(json.dumps(final["spec"], indent=2), "json", word_wrap=True))
+    if final.get("error"):
+        parts.append(f"[red]specification invalid: {final['error']}[/red]")
+    return Group(*parts)
+
+
+STATUS_STYLE = {
+    "finalized": "green",
+    "turn_cap": "yellow",
+    "failed": "red",
+    "interrupted": "magenta",
+}
+
+
+def status_text(status: str) -> str:
+    return f"[{STATUS_STYLE.get(status, 'cyan')}]{status}[/]"
+
+
+def runs_table(records: list[RunRecord]) -> Table:
+    table = Table(title="Runs")
+    for col in ("thread", "task", "memory", "model", "status", "started", "wall"):
+        table.add_column(col)
+    for r in records:
+        table.add_row(
+            r.thread_id,
+            f"{r.task_id} v{r.task_version}",
+            r.memory_mode,
+            r.settings.get("model", ""),
+            status_text(r.shown_status),
+            f"{datetime.fromtimestamp(r.created_at):%Y-%m-%d %H:%M}",
+            f"{r.wall_seconds:.0f}s",
+        )
+    return table
+
+
+def show_view(record: RunRecord, values: dict[str, Any]) -> Group:
+    parts: list[Any] = [
+        f"[bold]{record.thread_id}[/bold] · {record.task_id} v{record.task_version} · "
+        f"memory {record.memory_mode} · model {record.settings.get('model')} · "
+        f"status {status_text(values.get('status') if values.get('status') in STATUS_STYLE else record.shown_status)}"
+    ]
+    parts += [turn_panel(t) for t in values.get("transcript", [])]
+    for role, slot in values.get("memories", {}).items():
+        title = f"{role} memory · {slot['template']} template · v{slot['version']} (turn {slot['updated_turn']})"
+        parts.append(
+            Panel(
+                slot["text"] or "[dim](empty)[/dim]", title=title, title_align="left", style="cyan"
+            )
+        )
+    parts.append(usage_table(values.get("usage", {})))
+    if values.get("final"):
+        parts.append(Panel(final_view(values), title="Final design"))
+    return Group(*parts)
+
+
+def show_json(record: RunRecord, values: dict[str, Any]) -> dict[str, Any]:
+    status = values.get("status") if values.get("status") in STATUS_STYLE else record.shown_status
+    return {
+        "thread_id": record.thread_id,
+        "status": status,
+        "task": {"id": record.task_id, "version": record.task_version},
+        "memory_mode": record.memory_mode,
+        "settings": record.settings,
+        "phase": values.get("phase"),
+        "transcript": [
+            {k: t[k] for k in ("index", "speaker", "phase", "content", "flags", "tokens", "usage")}
+            | {"turn": t["index"]}
+            for t in values.get("transcript", [])
+        ],
+        "memories": {
+            role: {
+                "text": s["text"],
+                "template": s["template"],
+                "version": s["version"],
+                "updated_turn": s["updated_turn"],
+            }
+            for role, s in values.get("memories", {}).items()
+        },
+        "usage": usage_totals(values.get("usage", {})),
+        "final": values.get("final"),
+    }

@@ -1,0 +1,156 @@
+"""Starting, resuming and inspecting runs: the layer between the CLI and the graph."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ima.errors import UserError
+from ima.graph.builder import MEMORY_MODES, compile_graph
+from ima.graph.context import RunContext
+from ima.graph.outputs import run_record, write_outputs
+from ima.graph.storage import RunRecord, RunRegistry, open_checkpointer
+from ima.models import load_chat_model
+from ima.nodes.agent import build_turn_prompt
+from ima.nodes.schedule import initial_position
+from ima.tasks import Task, load_task
+
+FINISHED = ("finalized", "turn_cap", "failed")
+Listener = Callable[[str, dict[str, Any]], None]
+
+
+def minimum_budget(task: Task, brief: str, settings: RunContext) -> int:
+    """Tokens of the largest fixed context (task, role, instructions) any agent needs."""
+    state: dict[str, Any] = {
+        "brief": brief,
+        "transcript": [],
+        "memories": {r: {"text": ""} for r in task.speakers},
+        **initial_position(task.schedule),
+    }
+    probe = RunContext(**{**asdict(settings), "token_budget": 10**9})
+    return max(build_turn_prompt(task, r, state, probe, True)[1] for r in task.speakers)  # type: ignore[arg-type]
+
+
+def validate_settings(task: Task, memory_mode: str, settings: RunContext, brief: str) -> None:
+    if memory_mode not in MEMORY_MODES:
+        raise UserError(f"unknown memory mode {memory_mode!r}: use intrinsic or none")
+    if settings.template not in ("generic", "manual", "llm"):
+        raise UserError(f"unknown template {settings.template!r}: use generic, manual or llm")
+    if settings.template == "manual" and not task.manual_template.strip():
+        raise UserError(f"task {task.id} has no manual_template: use --template generic or llm")
+    if settings.turn_cap < 1:
+        raise UserError("turn cap must be at least 1 (--turn-cap)")
+    needed = minimum_budget(task, brief, settings)
+    if settings.token_budget < needed:
+        raise UserError(
+            f"token budget {settings.token_budget} is smaller than the task description and role "
+            f"prompt ({needed} tokens): raise --budget to at least {needed + 256}"
+        )
+    load_chat_model(settings.model, settings.seed)  # a bad model spec fails before a run exists
+    if settings.memory_model:
+        load_chat_model(settings.memory_model, settings.seed)
+
+
+def new_thread_id(task: Task) -> str:
+    return f"{task.id}-{datetime.now():%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+
+
+def create_run(
+    *,
+    task_ref: str,
+    memory_mode: str,
+    settings: RunContext,
+    db: Path,
+    out_root: Path,
+    thread_id: str | None = None,
+    brief: str = "",
+) -> RunRecord:
+    """Validate everything and register a new run; nothing is written if anything is wrong."""
+    task = load_task(task_ref)
+    validate_settings(task, memory_mode, settings, brief or task.description)
+    registry = RunRegistry(db)
+    try:
+        thread_id = thread_id or new_thread_id(task)
+        if registry.find(thread_id):
+            raise UserError(
+                f"thread {thread_id!r} already exists: continue it with `ima resume {thread_id}` "
+                "or choose another --thread"
+            )
+        ref = task_ref if Path(task_ref).suffix in {".yaml", ".yml"} else task.id
+        record = RunRecord(
+            thread_id=thread_id,
+            task_ref=str(Path(ref).resolve()) if ref != task.id else ref,
+            task_id=task.id,
+            task_version=task.version,
+            task_fingerprint=task.fingerprint,
+            memory_mode=memory_mode,
+            settings={**asdict(settings), "brief_override": bool(brief)},
+            out_dir=str((out_root / thread_id).resolve()),
+            pid=os.getpid(),
+        )
+        registry.save(record)
+        return record
+    finally:
+        registry.close()
+
+
+def _context(record: RunRecord) -> RunContext:
+    return RunContext(**{k: v for k, v in record.settings.items() if k != "brief_override"})
+
+
+def execute(
+    record: RunRecord, db: Path, listener: Listener | None = None, brief: str = ""
+) -> dict[str, Any]:
+    """Run (or continue) the thread to its end; checkpoints are synced after every step."""
+    task = load_task(record.task_ref)
+    registry = RunRegistry(db)
+    started = time.perf_counter()
+    record.pid, record.status = os.getpid(), "running"
+    registry.save(record)
+    try:
+        with open_checkpointer(db) as saver:
+            graph = compile_graph(task, record.memory_mode, checkpointer=saver)  # type: ignore[arg-type]
+            config = {"configurable": {"thread_id": record.thread_id}}
+            fresh = not graph.get_state(config).values
+            payload = ({"brief": brief} if brief else {}) if fresh else None
+            for chunk in graph.stream(
+                payload,
+                config,  # type: ignore[arg-type]
+                context=_context(record),
+                stream_mode="updates",
+                durability="sync",  # a killed process loses at most the step in flight
+            ):
+                for node, update in chunk.items():
+                    if listener and isinstance(update, dict):
+                        listener(node, update)
+            values = graph.get_state(config).values
+        record.status = values.get("status", "running")
+    except BaseException:
+        record.status = "interrupted"
+        raise
+    finally:
+        record.wall_seconds += time.perf_counter() - started
+        registry.save(record)
+        registry.close()
+    write_outputs(Path(record.out_dir), run_record(record, values), values)
+    return values
+
+
+def resumable(record: RunRecord) -> None:
+    if record.status in FINISHED:
+        raise UserError(f"run {record.thread_id} already ended ({record.status}): see `ima show`")
+    if record.shown_status == "running":
+        raise UserError(f"run {record.thread_id} is still running in process {record.pid}")
+
+
+def load_state(record: RunRecord, db: Path) -> dict[str, Any]:
+    task = load_task(record.task_ref)
+    with open_checkpointer(db) as saver:
+        graph = compile_graph(task, record.memory_mode, checkpointer=saver)  # type: ignore[arg-type]
+        return dict(graph.get_state({"configurable": {"thread_id": record.thread_id}}).values)
