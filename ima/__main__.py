@@ -1,0 +1,3 @@
+from ima.graph.cli import main
+
+main()

@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+
+from ima.graph.builder import compile_graph
+from ima.graph.context import RunContext
+from ima.tasks import Task, load_task
+
+
+@pytest.fixture(scope="session")
+def task() -> Task:
+    return load_task("data-pipeline")
+
+
+@pytest.fixture
+def run_graph(task: Task) -> Callable[..., dict[str, Any]]:
+    """Run the data-pipeline graph in memory with the scripted model."""
+
+    def _run(
+        memory_mode: str = "intrinsic", model: str = "scripted", **settings: Any
+    ) -> dict[str, Any]:
+        graph = compile_graph(task, memory_mode, checkpointer=InMemorySaver())  # type: ignore[arg-type]
+        context = RunContext(model=model, **settings)
+        return graph.invoke({}, {"configurable": {"thread_id": "t"}}, context=context)
+
+    return _run
+
+
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path):
+    """Run `ima ARGS` in-process; returns (exit code, stdout, stderr)."""
+    from ima.graph import cli as cli_module
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "200")
+
+    def _cli(*args: str) -> tuple[int, str, str]:
+        monkeypatch.setattr(sys, "argv", ["ima", *args])
+        code = 0
+        try:
+            cli_module.main()
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    return _cli

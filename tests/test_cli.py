@@ -1,0 +1,141 @@
+"""The `ima` command line, as a user drives it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from ima.tasks import TASKS_DIR
+
+
+def test_run_writes_design_and_run_record(cli, tmp_path, task):
+    code, out, err = cli("run", "--model", "scripted", "--thread", "t1", "--json", "--seed", "4")
+    assert code == 0, err
+    record = json.loads(out)
+    assert record["status"] == "finalized" and record["turns"] == 31
+    assert record["task"] == {"id": "data-pipeline", "version": 1, "fingerprint": task.fingerprint}
+    assert record["settings"]["seed"] == 4 and record["settings"]["model"] == "scripted"
+    assert record["memory_mode"] == "intrinsic"
+    kinds = record["usage"]["by_kind"]
+    assert set(kinds) == {"agent_turn", "memory_update", "documentation"}
+    assert kinds["agent_turn"]["calls"] == 31 and kinds["memory_update"]["calls"] == 31
+    assert record["usage"]["by_agent"]["DEA"]["input_tokens"] > 0
+    run_dir = tmp_path / "runs" / "t1"
+    assert json.loads((run_dir / "run.json").read_text()) == record
+    jsonschema.validate(json.loads((run_dir / "design.json").read_text()), task.output_schema)
+    assert "## Summary" in (run_dir / "design.md").read_text()
+
+
+def test_live_view_runs_and_renders_the_design(cli):
+    code, out, err = cli("run", "--model", "scripted", "--memory", "none", "--turn-cap", "12")
+    assert code == 0, err
+    assert "thread data-pipeline-" in out
+    assert "1. CDA" in out and "Final design" in out and "turn_cap" in out
+
+
+def test_show_and_runs(cli):
+    assert cli("run", "--model", "scripted", "--thread", "s1", "--json")[0] == 0
+    code, out, _ = cli("show", "s1", "--json")
+    assert code == 0
+    shown = json.loads(out)
+    assert shown["status"] == "finalized"
+    first = shown["transcript"][0]
+    assert {"turn", "speaker", "content", "flags"} <= set(first) and first["speaker"] == "CDA"
+    assert {"text", "template", "version"} <= set(shown["memories"]["DEA"])
+    assert shown["usage"]["total"]["calls"] > 0
+    code, out, _ = cli("show", "s1")
+    assert code == 0 and "DEA memory" in out and "Token usage" in out
+    code, out, _ = cli("runs", "--json")
+    assert json.loads(out) == [
+        {
+            "thread_id": "s1",
+            "task": "data-pipeline",
+            "memory_mode": "intrinsic",
+            "status": "finalized",
+        }
+    ]
+
+
+def test_tasks_and_graph(cli):
+    code, out, _ = cli("tasks")
+    assert code == 0 and "data-pipeline" in out
+    code, out, _ = cli("graph")
+    assert code == 0 and "graph TD" in out
+    for node in ("CDA", "DEA_memory", "router", "documentation"):
+        assert f"{node}(" in out
+
+
+def bad_task(tmp_path: Path, edit) -> str:
+    data = yaml.safe_load((TASKS_DIR / "data_pipeline.yaml").read_text())
+    edit(data)
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "--task", "missing.yaml"], "task file not found"),
+        (["run", "--task", "nope"], "unknown task 'nope'"),
+        (["run", "--model", "nonsense"], "unknown model spec"),
+        (["run", "--model", "scripted:speed=3"], "unknown scripted option"),
+        (["run", "--model", "scripted", "--budget", "300"], "token budget 300 is smaller"),
+        (["run", "--model", "scripted", "--memory", "half"], "unknown memory mode"),
+        (["run", "--model", "scripted", "--template", "fancy"], "unknown template"),
+        (["run", "--model", "scripted", "--turn-cap", "0"], "turn cap"),
+        (["show", "ghost"], "no runs database"),
+        (["resume", "ghost"], "no runs database"),
+    ],
+)
+def test_bad_input_gets_one_line_error(cli, args, message):
+    code, out, err = cli(*args)
+    assert code == 2
+    assert message in err and "Traceback" not in err + out
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_malformed_and_inconsistent_task_files(cli, tmp_path):
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("id: x\nroles: [unclosed\n")
+    code, _, err = cli("run", "--task", str(broken), "--model", "scripted")
+    assert code == 2 and "not valid YAML" in err
+
+    def unknown_role(d):
+        d["schedule"]["workers"].append("CFO")
+
+    code, _, err = cli("run", "--task", bad_task(tmp_path, unknown_role), "--model", "scripted")
+    assert code == 2 and "unknown role 'CFO'" in err
+
+    def no_description(d):
+        del d["description"]
+
+    code, _, err = cli("run", "--task", bad_task(tmp_path, no_description), "--model", "scripted")
+    assert code == 2 and "description" in err
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").glob("*/run.json"))
+
+
+def test_unknown_thread_and_existing_thread(cli):
+    assert cli("run", "--model", "scripted", "--thread", "a", "--json")[0] == 0
+    code, _, err = cli("show", "ghost")
+    assert code == 2 and "unknown thread 'ghost'" in err
+    code, _, err = cli("run", "--model", "scripted", "--thread", "a")
+    assert code == 2 and "already exists" in err
+    code, _, err = cli("resume", "a")
+    assert code == 2 and "already ended" in err
+
+
+def test_unusable_database_path(cli, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    code, _, err = cli("run", "--model", "scripted", "--db", str(blocker / "ima.sqlite"))
+    assert code == 2 and "cannot open database" in err
+    not_a_db = tmp_path / "garbage.sqlite"
+    not_a_db.write_bytes(b"this is not sqlite" * 100)
+    code, _, err = cli("run", "--model", "scripted", "--db", str(not_a_db))
+    assert code == 2 and "cannot open database" in err
+    assert not_a_db.read_bytes() == b"this is not sqlite" * 100  # nothing corrupted

@@ -1,0 +1,103 @@
+"""Algorithm 1 with real (offline) tiktoken counts: task and memory always, then the most
+recent turns that fit, in order, never over the budget."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langgraph.checkpoint.memory import InMemorySaver
+
+from ima.graph.builder import compile_graph
+from ima.graph.context import RunContext
+from ima.memory.context import build_context, recent_turns, render_turn
+from ima.memory.tokens import count_tokens
+
+
+class PromptRecorder(BaseCallbackHandler):
+    def __init__(self) -> None:
+        self.calls: list[tuple[dict[str, Any], list[Any]]] = []
+
+    def on_chat_model_start(self, serialized, messages, *, metadata=None, **kwargs):  # type: ignore[override]
+        self.calls.append((metadata or {}, messages[0]))
+
+
+def turn(index: int, speaker: str, words: int) -> dict[str, Any]:
+    content = " ".join(f"word{index}" for _ in range(words))
+    return {
+        "index": index,
+        "speaker": speaker,
+        "content": content,
+        "tokens": count_tokens(render_turn(index, speaker, content)),
+    }
+
+
+def test_recent_turns_keeps_newest_in_order_within_budget():
+    transcript = [turn(i, "DEA", 20) for i in range(1, 30)]
+    budget = 5 * transcript[0]["tokens"] + 3
+    kept = recent_turns(transcript, budget)
+    assert [t["index"] for t in kept] == [25, 26, 27, 28, 29]
+
+
+def test_memory_beats_old_history():
+    transcript = [turn(i, "BOA", 30) for i in range(1, 10)]
+    memory = "requirement: blur faces before anyone sees data " * 10
+    ctx = build_context(
+        fixed_tokens=100,
+        memory=memory,
+        transcript=transcript,
+        budget=100 + count_tokens(memory) + 60,
+    )
+    assert ctx.memory == memory  # memory kept whole
+    assert ctx.tokens <= 100 + count_tokens(memory) + 60
+    assert [t["index"] for t in ctx.turns] == list(range(10 - len(ctx.turns), 10))
+
+
+def test_oversized_memory_is_truncated_not_over_budget():
+    ctx = build_context(
+        fixed_tokens=50, memory="lorem ipsum " * 500, transcript=[turn(1, "IA", 5)], budget=120
+    )
+    assert ctx.tokens <= 120
+    assert ctx.turns == []
+
+
+def test_every_agent_context_in_a_run_stays_within_a_small_budget(task):
+    budget = 1100
+    recorder = PromptRecorder()
+    graph = compile_graph(task, "intrinsic", checkpointer=InMemorySaver())
+    out = graph.invoke(
+        {},
+        {"configurable": {"thread_id": "ctx"}, "callbacks": [recorder]},
+        context=RunContext(model="scripted", token_budget=budget),
+    )
+    turns = [(meta, msgs) for meta, msgs in recorder.calls if meta.get("ima_kind") == "agent_turn"]
+    assert len(turns) == len(out["transcript"])
+    for meta, (system, human) in turns:
+        assert count_tokens(system.content) + count_tokens(human.content) <= budget, meta
+
+    # A late agent: the last ERA turn sees the task, its own memory, and only recent turns.
+    meta, (system, human) = next((m, msgs) for m, msgs in reversed(turns) if m["ima_role"] == "ERA")
+    assert task.description.strip()[:200] in system.content
+    assert "ERA working memory" in human.content
+    assert "KIA working memory" not in human.content
+    shown = [
+        t["index"] for t in out["transcript"] if f"[{t['index']}] {t['speaker']}:" in human.content
+    ]
+    assert shown, "some recent turns fit"
+    assert shown == list(
+        range(meta["ima_turn"] - len(shown), meta["ima_turn"])
+    )  # the newest, contiguous
+    assert shown[0] > 1  # older turns were left out
+
+
+def test_baseline_context_has_no_memory_but_same_budget(task):
+    recorder = PromptRecorder()
+    graph = compile_graph(task, "none", checkpointer=InMemorySaver())
+    graph.invoke(
+        {},
+        {"configurable": {"thread_id": "b"}, "callbacks": [recorder]},
+        context=RunContext(model="scripted", token_budget=1100),
+    )
+    prompts = [msgs for meta, msgs in recorder.calls if meta.get("ima_kind") == "agent_turn"]
+    assert all("# Your memory" not in human.content for _, human in prompts)
+    assert all(count_tokens(s.content) + count_tokens(h.content) <= 1100 for s, h in prompts)

@@ -1,0 +1,69 @@
+"""A run killed with SIGKILL mid-conversation resumes without losing or repeating a turn."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ima.graph.runner import load_state
+from ima.graph.storage import RunRegistry
+
+pytestmark = pytest.mark.slow
+
+
+def ima(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ima", *args], cwd=cwd, capture_output=True, text=True, timeout=300
+    )
+
+
+def turns_so_far(db: Path, thread: str) -> int:
+    registry = RunRegistry(db)
+    try:
+        record = registry.find(thread)
+    finally:
+        registry.close()
+    return len(load_state(record, db).get("transcript", [])) if record else 0
+
+
+def test_sigkill_then_resume_gives_the_uninterrupted_transcript(tmp_path):
+    db = tmp_path / "runs" / "ima.sqlite"
+    common = ["--model", "scripted:delay=0.05", "--seed", "7", "--json"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ima", "run", "--thread", "killed", *common],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and (not db.exists() or turns_so_far(db, "killed") < 9):
+        time.sleep(0.1)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    killed_at = turns_so_far(db, "killed")
+    assert 9 <= killed_at < 31, "killed mid-conversation"
+
+    listed = json.loads(ima("runs", "--json", cwd=tmp_path).stdout)
+    assert listed[0]["status"] == "interrupted"
+
+    resumed = ima("resume", "killed", "--json", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["status"] == "finalized"
+
+    reference = ima("run", "--thread", "reference", *common, cwd=tmp_path)
+    assert reference.returncode == 0, reference.stderr
+
+    def transcript(thread: str) -> list[tuple[int, str, str]]:
+        shown = json.loads(ima("show", thread, "--json", cwd=tmp_path).stdout)
+        return [(t["turn"], t["speaker"], t["content"]) for t in shown["transcript"]]
+
+    resumed_turns = transcript("killed")
+    assert [t[0] for t in resumed_turns] == list(range(1, len(resumed_turns) + 1))
+    assert resumed_turns == transcript("reference")
