@@ -59,8 +59,7 @@ class HostileModel(ScriptedChatModel):
 def test_a_turn_cannot_write_another_agents_memory(run_graph, monkeypatch):
     clean = run_graph("intrinsic")
     hostile = HostileModel()
-    for module in ("ima.nodes.agent", "ima.nodes.memory"):
-        monkeypatch.setattr(f"{module}.load_chat_model", lambda *a, **k: hostile)
+    monkeypatch.setattr("ima.models.load_chat_model", lambda *a, **k: hostile)
     out = run_graph("intrinsic")
     assert "HACKED" in out["memories"]["BOA"]["text"]  # the hostile agent only changed its own slot
     for role in clean["memories"]:

@@ -18,6 +18,8 @@ from ima.graph.builder import compile_graph
 from ima.graph.context import RunContext
 from ima.graph.runner import create_run, execute, load_state, resumable
 from ima.graph.storage import RunRecord, RunRegistry, default_db
+from ima.models import describe_model
+from ima.models.errors import describe
 from ima.tasks import available_tasks, load_task, load_task_file
 
 app = typer.Typer(
@@ -76,9 +78,9 @@ def _execute(
     except Exception as exc:
         if os.environ.get("IMA_DEBUG"):
             raise
-        first = (str(exc).splitlines() or [""])[0]
+        why = describe(exc) or f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}"
         err.print(
-            f"[red]error:[/red] run stopped: {type(exc).__name__}: {first}. Nothing is lost: "
+            f"[red]error:[/red] run stopped: {why}. Nothing is lost: "
             f"fix the cause and continue with `ima resume {record.thread_id}` (IMA_DEBUG=1 shows the traceback)"
         )
         raise typer.Exit(1) from None
@@ -150,10 +152,7 @@ def run(
         "turn_cap": turn_cap,
         "seed": seed,
     }
-    try:
-        settings = RunContext(**{k: v for k, v in overrides.items() if v is not None})
-    except ValueError as exc:
-        raise UserError(f"bad setting in the environment: {exc}") from None
+    settings = RunContext(**{k: v for k, v in overrides.items() if v is not None})
     brief = ""
     if brief_file:
         try:
@@ -175,10 +174,19 @@ def run(
     if not as_json:
         console.print(
             f"thread [bold]{record.thread_id}[/bold] · task {record.task_id} v{record.task_version} · "
-            f"memory {memory} · model {settings.model} · template {settings.template} · "
-            f"budget {settings.token_budget} · seed {settings.seed}"
+            f"memory {memory} · template {settings.template} · budget {settings.token_budget} · "
+            f"turn cap {settings.turn_cap} · seed {settings.seed}"
         )
+        _print_models(settings)
     _execute(record, path, as_json, brief, show_memory)
+
+
+def _print_models(settings: RunContext) -> None:
+    console.print(f"agents: {describe_model(settings.chat_model())}", highlight=False)
+    if settings.memory_model:
+        console.print(
+            f"memory updates: {describe_model(settings.memory_chat_model())}", highlight=False
+        )
 
 
 @app.command()
@@ -198,7 +206,8 @@ def resume(
         registry.close()
     resumable(record)
     if not as_json:
-        console.print(f"resuming [bold]{thread}[/bold] · model {record.settings.get('model')}")
+        console.print(f"resuming [bold]{thread}[/bold]")
+        _print_models(record.run_context())
     _execute(record, path, as_json)
 
 

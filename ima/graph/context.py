@@ -7,17 +7,55 @@ variable fallback, so the CLI, the server and tests share one typed settings obj
 from __future__ import annotations
 
 import os
+import tomllib
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from ima.errors import UserError
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
 
 TemplateKind = Literal["generic", "manual", "llm"]
 MemoryMode = Literal["intrinsic", "none"]
 DEFAULT_MODEL = "embedded"
 
 
+CONFIG_FILE = "ima.toml"
+
+
+@cache
+def config_file() -> dict[str, Any]:
+    """Settings from $IMA_CONFIG or ./ima.toml (keys are RunContext field names)."""
+    path = Path(os.environ.get("IMA_CONFIG") or CONFIG_FILE)
+    if not path.exists():
+        if "IMA_CONFIG" in os.environ:
+            raise UserError(f"config file {path} (IMA_CONFIG) does not exist")
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise UserError(f"cannot read config file {path}: {exc}") from None
+    known = {f.name for f in fields(RunContext)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise UserError(
+            f"config file {path}: unknown setting {unknown[0]!r} (known: {', '.join(sorted(known))})"
+        )
+    return data
+
+
 def _env(name: str, default: Any) -> Any:
+    """Environment variable, else the config file, else the default."""
     raw = os.environ.get(name)
-    return type(default)(raw) if raw not in (None, "") else default
+    if raw in (None, ""):
+        raw = config_file().get(name.removeprefix("IMA_").lower(), default)
+    try:
+        return type(default)(raw)
+    except ValueError:
+        raise UserError(f"setting {name}={raw!r} is not a valid {type(default).__name__}") from None
 
 
 @dataclass(kw_only=True)
@@ -50,15 +88,26 @@ class RunContext:
         metadata={"description": "Random seed passed to the model, for reproducible runs."},
     )
     max_turn_words: int = field(
-        default=120, metadata={"description": "Word limit asked of each agent turn."}
+        default_factory=lambda: _env("IMA_MAX_TURN_WORDS", 120),
+        metadata={"description": "Word limit asked of each agent turn."},
     )
     max_memory_words: int = field(
-        default=150, metadata={"description": "Word limit asked of each memory rewrite."}
+        default_factory=lambda: _env("IMA_MAX_MEMORY_WORDS", 150),
+        metadata={"description": "Word limit asked of each memory rewrite."},
+    )
+    call_timeout: float = field(
+        default_factory=lambda: _env("IMA_CALL_TIMEOUT", 600.0),
+        metadata={"description": "Seconds before a model call is abandoned (then retried)."},
     )
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
-    @property
-    def memory_model_spec(self) -> str:
-        return self.memory_model or self.model
+    def chat_model(self, spec: str | None = None) -> BaseChatModel:
+        """The (process-wide cached) chat model for `spec`, default the agents' model."""
+        from ima.models import load_chat_model
+
+        return load_chat_model(spec or self.model, self.seed, 0.0, self.call_timeout)
+
+    def memory_chat_model(self) -> BaseChatModel:
+        return self.chat_model(self.memory_model or self.model)

@@ -16,7 +16,6 @@ from ima.graph.builder import MEMORY_MODES, compile_graph
 from ima.graph.context import RunContext
 from ima.graph.outputs import run_record, write_outputs
 from ima.graph.storage import RunRecord, RunRegistry, open_checkpointer
-from ima.models import load_chat_model
 from ima.nodes.agent import build_turn_prompt
 from ima.nodes.schedule import initial_position
 from ima.tasks import Task, load_task
@@ -52,9 +51,8 @@ def validate_settings(task: Task, memory_mode: str, settings: RunContext, brief:
             f"token budget {settings.token_budget} is smaller than the task description and role "
             f"prompt ({needed} tokens): raise --budget to at least {needed + 256}"
         )
-    load_chat_model(settings.model, settings.seed)  # a bad model spec fails before a run exists
-    if settings.memory_model:
-        load_chat_model(settings.memory_model, settings.seed)
+    settings.chat_model()  # a bad model spec fails before a run exists
+    settings.memory_chat_model()
 
 
 def new_thread_id(task: Task) -> str:
@@ -100,10 +98,6 @@ def create_run(
         registry.close()
 
 
-def _context(record: RunRecord) -> RunContext:
-    return RunContext(**{k: v for k, v in record.settings.items() if k != "brief_override"})
-
-
 def execute(
     record: RunRecord, db: Path, listener: Listener | None = None, brief: str = ""
 ) -> dict[str, Any]:
@@ -122,7 +116,7 @@ def execute(
             for chunk in graph.stream(
                 payload,
                 config,  # type: ignore[arg-type]
-                context=_context(record),
+                context=record.run_context(),
                 stream_mode="updates",
                 durability="sync",  # a killed process loses at most the step in flight
             ):

@@ -9,13 +9,14 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from ima.errors import UserError
+from ima.graph.context import RunContext
 
 DEFAULT_DB = Path("runs") / "ima.sqlite"
 
@@ -71,6 +72,11 @@ class RunRecord:
     updated_at: float = field(default_factory=time.time)
     wall_seconds: float = 0.0
     pid: int = 0
+
+    def run_context(self) -> RunContext:
+        """The run's settings, as they were when it started (resume uses the same)."""
+        names = {f.name for f in fields(RunContext)}
+        return RunContext(**{k: v for k, v in self.settings.items() if k in names})
 
     @property
     def shown_status(self) -> str:

@@ -43,20 +43,16 @@ def _scripted(options: str, seed: int) -> BaseChatModel:
     return ScriptedChatModel(seed=seed, **values)
 
 
-def _ollama(name: str, seed: int, temperature: float) -> BaseChatModel:
-    from langchain_ollama import ChatOllama
-
-    if not name:
-        raise UserError("ollama model name missing: write ollama:NAME, e.g. ollama:qwen2.5:7b")
-    host = os.environ.get("OLLAMA_HOST") or "http://127.0.0.1:11434"
-    if "://" not in host:
-        host = f"http://{host}"
-    return ChatOllama(model=name, base_url=host, temperature=temperature, seed=seed)
+def load_chat_model(
+    spec: str, seed: int = 0, temperature: float = 0.0, timeout: float = 600.0
+) -> BaseChatModel:
+    """A chat model for `spec`; raises UserError naming the problem for bad specs."""
+    # The server address is part of the key: a changed OLLAMA_HOST must not reuse a client.
+    return _load(spec, seed, temperature, timeout, os.environ.get("OLLAMA_HOST", ""))
 
 
 @cache
-def load_chat_model(spec: str, seed: int = 0, temperature: float = 0.0) -> BaseChatModel:
-    """A chat model for `spec`; raises UserError naming the problem for bad specs."""
+def _load(spec: str, seed: int, temperature: float, timeout: float, _host: str) -> BaseChatModel:
     backend, _, rest = spec.strip().partition(":")
     if backend == "scripted":
         return _scripted(rest, seed)
@@ -70,7 +66,9 @@ def load_chat_model(spec: str, seed: int = 0, temperature: float = 0.0) -> BaseC
         except ModelSetupError as exc:
             raise UserError(str(exc)) from None
     if backend == "ollama":
-        return _ollama(rest, seed, temperature)
+        from ima.models.ollama import chat_ollama
+
+        return chat_ollama(rest, seed=seed, temperature=temperature, timeout=timeout)
     if not rest:
         raise UserError(
             f"unknown model spec {spec!r}: use embedded, gguf:PATH, ollama:NAME, scripted, "
@@ -95,3 +93,19 @@ def json_constrained(model: BaseChatModel, schema: dict) -> BaseChatModel:
     if type(model).__name__ == "EmbeddedChatModel":  # llama.cpp grammar from the schema
         return model.bind(response_format={"type": "json_object", "schema": schema})  # type: ignore[return-value]
     return model
+
+
+def describe_model(model: BaseChatModel) -> str:
+    """Backend, model and where it runs, for the header of every run."""
+    from langchain_ollama import ChatOllama
+
+    if isinstance(model, ChatOllama):
+        return f"Ollama · {model.model} · at {model.base_url}"
+    kind = type(model).__name__
+    if kind == "EmbeddedChatModel":
+        path = getattr(model, "model_path", "")
+        return f"llama.cpp embedded · {os.path.basename(path)} · in this process"
+    if kind == "ScriptedChatModel":
+        return "scripted test model · deterministic · in this process"
+    name = getattr(model, "model_name", None) or getattr(model, "model", "")
+    return f"{kind} · {name}"

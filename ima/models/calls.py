@@ -11,6 +11,7 @@ from langchain_core.runnables import Runnable
 
 from ima.graph.state import CallUsage
 from ima.memory.tokens import count_tokens
+from ima.models.errors import TRANSIENT
 
 
 def call_model(
@@ -20,7 +21,11 @@ def call_model(
 ) -> tuple[str, CallUsage]:
     """Invoke `model`; return its text and usage. `metadata` labels the call for tracing."""
     started = time.perf_counter()
-    reply = model.invoke(messages, config={"metadata": metadata, "tags": [metadata["ima_kind"]]})
+    retrying = model.with_retry(
+        retry_if_exception_type=TRANSIENT, stop_after_attempt=3, wait_exponential_jitter=True
+    )
+    config = {"metadata": metadata, "tags": [metadata["ima_kind"]]}
+    reply = retrying.invoke(messages, config=config)  # type: ignore[arg-type]
     seconds = time.perf_counter() - started
     text = reply.content if isinstance(reply.content, str) else str(reply.content)
     counts = getattr(reply, "usage_metadata", None)

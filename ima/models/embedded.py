@@ -8,14 +8,17 @@ once into a cache directory.
 
 from __future__ import annotations
 
+import copy
+import functools
 import hashlib
 import os
 import tempfile
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.language_models.base import LangSmithParams
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -36,6 +39,7 @@ from ima.errors import UserError
 if TYPE_CHECKING:
     from langchain_core.callbacks import CallbackManagerForLLMRun
     from llama_cpp import Llama
+    from llama_cpp.llama_types import CreateChatCompletionResponse
 
 __all__ = [
     "DEFAULT_MODEL_FILE",
@@ -172,6 +176,61 @@ def _require_llama_cpp() -> None:
         ) from exc
 
 
+# Prompt evaluation chunk size (n_batch = n_ubatch). Prefix reuse is rounded down to a
+# multiple of it, see _aligned_llama_class. 64 costs no prompt throughput on 2 cores.
+BLOCK = 64
+# LRU of saved KV states (only the KV bytes count): about 12 KB per token for the default
+# model, so ~20 agent prompts of 1,000 tokens.
+PROMPT_CACHE_BYTES = 256 << 20
+
+
+@functools.cache
+def _aligned_llama_class() -> type[Llama]:
+    """A Llama whose output depends only on the prompt, not on what ran before.
+
+    llama.cpp gives slightly different floats for a token depending on the batch it was
+    evaluated in. llama-cpp-python reuses the KV cache for any common prefix, so the same
+    prompt evaluated after a different call is split differently and greedy decoding can
+    flip a near-tie (seen: 2 of 12 calls differed). Here reuse only covers whole
+    BLOCK-sized chunks of an earlier *prompt* (never the token-by-token completion), so
+    every prompt token is computed exactly as in a fresh evaluation.
+
+    It also serves the RAM cache of earlier states: agents alternate, so the longest
+    prefix is usually in an older call, not the one before. Saved states drop the
+    ``scores`` copy (n_batch x vocab floats, unused without logits_all).
+    """
+    import numpy as np
+    from llama_cpp import Llama, LlamaState
+
+    class AlignedLlama(Llama):
+        _safe = 0  # leading KV tokens computed in whole, aligned prompt chunks
+
+        def generate(self, tokens: Sequence[int], *args: Any, **kwargs: Any) -> Any:
+            tokens = list(tokens)
+            # Keep at least one prompt token to evaluate so the logits are fresh.
+            limit = min(self._safe, self.n_tokens, len(tokens) - 1)
+            diff = np.flatnonzero(self.input_ids[:limit] != np.asarray(tokens[:limit]))
+            common = int(diff[0]) if diff.size else max(limit, 0)
+            self.n_tokens = common - common % BLOCK
+            self._safe = len(tokens) - len(tokens) % BLOCK
+            return super().generate(tokens, *args, **kwargs)
+
+        def save_state(self) -> LlamaState:
+            state = super().save_state()
+            state.scores = state.scores[:0]
+            state.ima_safe = self._safe  # type: ignore[attr-defined]
+            return state
+
+        def load_state(self, state: LlamaState) -> None:
+            full = copy.copy(state)  # the cached entry keeps its empty scores
+            rows = min(state.n_tokens, len(self.scores))
+            full.scores = np.zeros((rows, self.n_vocab()), dtype=np.single)
+            super().load_state(full)
+            self._safe = getattr(state, "ima_safe", 0)
+
+    return AlignedLlama
+
+
 @dataclass
 class _Shared:
     llama: Llama
@@ -193,15 +252,23 @@ def _shared_llama(model_path: str, n_ctx: int, n_threads: int | None) -> _Shared
         if shared is None:
             _require_llama_cpp()
             _check_gguf(Path(key[0]))
-            from llama_cpp import Llama
+            from llama_cpp.llama_cache import LlamaRAMCache
 
             try:
-                llama = Llama(model_path=key[0], n_ctx=n_ctx, n_threads=n_threads, verbose=False)
+                llama = _aligned_llama_class()(
+                    model_path=key[0],
+                    n_ctx=n_ctx,
+                    n_batch=BLOCK,
+                    n_ubatch=BLOCK,
+                    n_threads=n_threads,
+                    verbose=False,
+                )
             except (ValueError, RuntimeError) as exc:
                 raise ModelSetupError(
                     f"llama.cpp failed to load {key[0]} ({exc}); the file may be truncated "
                     "or of an unsupported architecture"
                 ) from exc
+            llama.set_cache(LlamaRAMCache(capacity_bytes=PROMPT_CACHE_BYTES))
             shared = _SHARED[key] = _Shared(llama, threading.Lock())
         return shared
 
@@ -287,10 +354,13 @@ class EmbeddedChatModel(BaseChatModel):
         if stop:
             params["stop"] = stop
         with shared.lock:
-            result = shared.llama.create_chat_completion(
-                messages=[_to_llama_message(m) for m in messages],  # type: ignore[misc]
-                stream=False,
-                **params,
+            result = cast(
+                "CreateChatCompletionResponse",
+                shared.llama.create_chat_completion(
+                    messages=[_to_llama_message(m) for m in messages],  # type: ignore[misc]
+                    stream=False,
+                    **params,
+                ),
             )
         choice = result["choices"][0]
         usage = result.get("usage") or {}

@@ -13,7 +13,6 @@ from ima.graph.context import RunContext
 from ima.graph.state import State, Turn
 from ima.memory.context import build_context, render_turn
 from ima.memory.tokens import count_tokens
-from ima.models import load_chat_model
 from ima.models.calls import call_model
 from ima.nodes.flags import parse_flags
 from ima.nodes.prompting import cached_count, sections, system_prompt
@@ -86,7 +85,7 @@ def make_agent_node(task: Task, role_id: str, with_memory: bool) -> Callable[...
             "ima_voting": state["phase"] == "consensus" and role_id in voters(schedule),
             "ima_last_voter": role_id == voters(schedule)[-1],
         }
-        model = load_chat_model(settings.model, settings.seed)
+        model = settings.chat_model()
         text, usage = call_model(model, messages, metadata)
         turn = Turn(
             index=index,

@@ -17,7 +17,7 @@ from ima.graph.context import RunContext
 from ima.graph.state import CallUsage, FinalOutput, State
 from ima.graph.state import add_usage as _add
 from ima.memory.context import build_context
-from ima.models import json_constrained, load_chat_model
+from ima.models import json_constrained
 from ima.models.calls import call_model
 from ima.nodes.prompting import cached_count, sections, system_prompt
 from ima.tasks import Task
@@ -62,7 +62,7 @@ def make_documentation_node(task: Task) -> Callable[..., dict[str, Any]]:
             transcript=state["transcript"],
             budget=settings.token_budget,
         )
-        model = load_chat_model(settings.model, settings.seed)
+        model = settings.chat_model()
         usage: dict[str, dict[str, CallUsage]] = {}
 
         def call(runnable: Any, messages: list[Any], meta: dict[str, Any]) -> str:

@@ -15,7 +15,6 @@ from langgraph.runtime import Runtime
 from ima import prompts
 from ima.graph.context import RunContext
 from ima.graph.state import MemorySlot, State
-from ima.models import load_chat_model
 from ima.models.calls import call_model
 from ima.nodes.prompting import system_prompt
 from ima.tasks import Task
@@ -39,7 +38,7 @@ def make_memory_node(task: Task, role_id: str) -> Callable[..., dict[str, Any]]:
             SystemMessage(system_prompt(task, role_id, state["brief"])),
             HumanMessage(prompt),
         ]
-        model = load_chat_model(settings.memory_model_spec, settings.seed)
+        model = settings.memory_chat_model()
         metadata = {"ima_kind": "memory_update", "ima_role": role_id, "ima_turn": latest["index"]}
         text, usage = call_model(model, messages, metadata)
         update: dict[str, Any] = {"usage": {role_id: {"memory_update": usage}}}

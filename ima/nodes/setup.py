@@ -12,7 +12,6 @@ from langgraph.runtime import Runtime
 from ima import prompts
 from ima.graph.context import RunContext
 from ima.graph.state import MemorySlot, State
-from ima.models import load_chat_model
 from ima.models.calls import call_model
 from ima.nodes.prompting import system_prompt
 from ima.nodes.schedule import initial_position
@@ -41,7 +40,7 @@ def make_setup_node(task: Task, with_memory: bool) -> Callable[..., dict[str, An
                     SystemMessage(system_prompt(task, role_id, brief)),
                     HumanMessage(prompts.load("template_generation")),
                 ]
-                model = load_chat_model(settings.model, settings.seed)
+                model = settings.chat_model()
                 meta = {"ima_kind": "template_generation", "ima_role": role_id}
                 text, call = call_model(model, messages, meta)
                 templates[role_id] = text or prompts.load("templates/generic")

@@ -1,0 +1,33 @@
+# Quick start:  make run   (design the data pipeline with the embedded model)
+#               make test  (lint, format check and the whole test suite)
+# Both create .venv and install what they need on first use.
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+# llama-cpp-python compiles from source (about 10 minutes on 2 cores, once: pip caches the
+# wheel). A portable build keeps the cached wheel usable on other CPUs of the same family.
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
+
+.PHONY: run test lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e ".[dev,embedded]"
+	touch $@
+
+run: $(VENV)/.installed
+	$(BIN)/ima run $(ARGS)
+
+lint: $(VENV)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+test: lint
+	$(BIN)/pytest
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache
