@@ -17,6 +17,7 @@ from ima.graph.state import InputState, State
 from ima.nodes.agent import make_agent_node
 from ima.nodes.documentation import make_documentation_node
 from ima.nodes.memory import make_memory_node
+from ima.nodes.review import REVIEW, make_review_node
 from ima.nodes.router import make_router_node, route
 from ima.nodes.schedule import DOCUMENTATION
 from ima.nodes.setup import make_setup_node
@@ -44,9 +45,11 @@ def build_graph(task: Task, memory_mode: MemoryMode = "intrinsic") -> StateGraph
         else:
             graph.add_edge(role_id, "router")
     graph.add_node(DOCUMENTATION, make_documentation_node(task))
+    first = task.schedule.facilitator
+    graph.add_node(REVIEW, make_review_node(task), destinations=(first,))
     graph.add_edge(START, "setup")
     graph.add_edge("setup", "router")
-    destinations = {r: r for r in task.speakers} | {DOCUMENTATION: DOCUMENTATION}
+    destinations = {r: r for r in task.speakers} | {DOCUMENTATION: DOCUMENTATION, REVIEW: REVIEW}
     graph.add_conditional_edges("router", route, destinations)
     graph.add_edge(DOCUMENTATION, END)
     return graph

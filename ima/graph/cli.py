@@ -10,13 +10,14 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.prompt import Prompt
 from rich.table import Table
 
 from ima.errors import UserError
 from ima.graph import display
 from ima.graph.builder import compile_graph
 from ima.graph.context import RunContext
-from ima.graph.runner import create_run, execute, load_state, resumable
+from ima.graph.runner import Reviewer, create_run, execute, load_state, pending_review, resumable
 from ima.graph.storage import RunRecord, RunRegistry, default_db
 from ima.models import describe_model
 from ima.models.errors import describe
@@ -31,7 +32,7 @@ app = typer.Typer(
     rich_markup_mode="rich",
 )
 console = Console()
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # errors stay on one line
 
 DbOpt = Annotated[
     Path, typer.Option("--db", help="SQLite file for checkpoints and the run list (env IMA_DB).")
@@ -61,15 +62,47 @@ def _finish(record: RunRecord, values: dict[str, Any], as_json: bool) -> None:
     )
 
 
+def _reviewer(approve: bool, as_json: bool, view: display.LiveView | None) -> Reviewer | None:
+    """Who answers a review: automatic approval, the person at the terminal, or nobody."""
+    if approve:
+        return lambda payload: {"approve": True}
+    if as_json or not sys.stdin.isatty():
+        return None
+
+    def ask(payload: dict[str, Any]) -> dict[str, Any]:
+        if view:
+            view.pause()
+        console.print(display.review_panel(payload))
+        text = Prompt.ask(
+            "Press Enter to approve, or type feedback for the agents",
+            default="",
+            show_default=False,
+        )
+        if view:
+            view.resume()
+        return {"feedback": text} if text.strip() else {"approve": True}
+
+    return ask
+
+
 def _execute(
-    record: RunRecord, db: Path, as_json: bool, brief: str = "", verbose: bool = False
+    record: RunRecord,
+    db: Path,
+    as_json: bool,
+    brief: str = "",
+    verbose: bool = False,
+    approve: bool = False,
+    answer: dict[str, Any] | None = None,
 ) -> None:
     try:
         if as_json:
-            values = execute(record, db, brief=brief)
+            values = execute(
+                record, db, brief=brief, reviewer=_reviewer(approve, True, None), answer=answer
+            )
         else:
             with display.LiveView(console, record, verbose) as view:
-                values = execute(record, db, view, brief=brief)
+                reviewer = _reviewer(approve, False, view)
+                values = execute(record, db, view, brief=brief, reviewer=reviewer, answer=answer)
     except KeyboardInterrupt:
         err.print(f"interrupted: continue with `ima resume {record.thread_id}`")
         raise typer.Exit(130) from None
@@ -84,6 +117,24 @@ def _execute(
             f"fix the cause and continue with `ima resume {record.thread_id}` (IMA_DEBUG=1 shows the traceback)"
         )
         raise typer.Exit(1) from None
+    if record.status == "awaiting_review":
+        message = (
+            f"waiting for review: approve with `ima resume {record.thread_id} --approve`, "
+            f'or send feedback with `ima resume {record.thread_id} --feedback "..."`'
+        )
+        if as_json:
+            print(
+                json.dumps(
+                    {
+                        "thread_id": record.thread_id,
+                        "status": record.status,
+                        "review": pending_review(record, db),
+                    },
+                    indent=2,
+                )
+            )
+        err.print(message)
+        return
     _finish(record, values, as_json)
     if values.get("status") == "failed":
         raise typer.Exit(1)
@@ -132,6 +183,16 @@ def run(
     show_memory: Annotated[
         bool, typer.Option("--show-memory", help="Print every memory rewrite in full.")
     ] = False,
+    review: Annotated[
+        bool,
+        typer.Option(
+            "--review", help="Ask a person to approve before FINALIZE (or send feedback)."
+        ),
+    ] = False,
+    approve: Annotated[
+        bool,
+        typer.Option("--approve", help="Review step on, approved automatically (for scripts)."),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Run a task: agents discuss in phases, vote, and the finaliser writes the design.
@@ -151,6 +212,7 @@ def run(
         "token_budget": budget,
         "turn_cap": turn_cap,
         "seed": seed,
+        "review": True if (review or approve) else None,
     }
     settings = RunContext(**{k: v for k, v in overrides.items() if v is not None})
     brief = ""
@@ -178,7 +240,7 @@ def run(
             f"turn cap {settings.turn_cap} · seed {settings.seed}"
         )
         _print_models(settings)
-    _execute(record, path, as_json, brief, show_memory)
+    _execute(record, path, as_json, brief, show_memory, approve)
 
 
 def _print_models(settings: RunContext) -> None:
@@ -195,9 +257,17 @@ def resume(
         str, typer.Argument(help="Thread id of an interrupted run (see `ima runs`).")
     ],
     db: DbOpt = None,  # type: ignore[assignment]
+    approve: Annotated[
+        bool, typer.Option("--approve", help="Approve the pending review (and any later one).")
+    ] = False,
+    feedback: Annotated[
+        str | None, typer.Option(help="Answer the pending review with feedback for the agents.")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Continue an interrupted run from its last checkpoint; completed turns are not repeated."""
+    """Continue an interrupted run from its last checkpoint; completed turns are not repeated.
+
+    A run waiting for review continues with --approve or --feedback TEXT (or a prompt)."""
     path = _db(db, must_exist=True)
     registry = RunRegistry(path)
     try:
@@ -208,7 +278,8 @@ def resume(
     if not as_json:
         console.print(f"resuming [bold]{thread}[/bold]")
         _print_models(record.run_context())
-    _execute(record, path, as_json)
+    answer = {"feedback": feedback} if feedback and feedback.strip() else None
+    _execute(record, path, as_json, approve=approve, answer=answer)
 
 
 @app.command("runs")

@@ -52,6 +52,8 @@ def _env(name: str, default: Any) -> Any:
     raw = os.environ.get(name)
     if raw in (None, ""):
         raw = config_file().get(name.removeprefix("IMA_").lower(), default)
+    if isinstance(default, bool) and isinstance(raw, str):
+        return raw.strip().lower() in ("1", "true", "yes", "on")
     try:
         return type(default)(raw)
     except ValueError:
@@ -94,6 +96,13 @@ class RunContext:
     max_memory_words: int = field(
         default_factory=lambda: _env("IMA_MAX_MEMORY_WORDS", 150),
         metadata={"description": "Word limit asked of each memory rewrite."},
+    )
+    review: bool = field(
+        default_factory=lambda: _env("IMA_REVIEW", False),
+        metadata={
+            "description": "Pause for a human decision before FINALIZE: approve the agreed "
+            "design, or send feedback back into the discussion (env IMA_REVIEW)."
+        },
     )
     call_timeout: float = field(
         default_factory=lambda: _env("IMA_CALL_TIMEOUT", 600.0),

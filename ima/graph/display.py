@@ -38,6 +38,14 @@ class LiveView:
         if self.status:
             self.status.__exit__(None, None, None)
 
+    def pause(self) -> None:
+        if self.status:
+            self.status.stop()
+
+    def resume(self) -> None:
+        if self.status:
+            self.status.start()
+
     def _line(self, doing: str) -> str:
         phase = f"{self.phase} · " if self.phase else ""
         return f"{phase}turn {self.turns}/{self.cap} · {self.tokens:,} tokens · {doing}"
@@ -71,6 +79,16 @@ class LiveView:
                 )
         if self.status:
             self.status.update(self._line(doing))
+
+
+def review_panel(payload: dict[str, Any]) -> Panel:
+    votes = ", ".join(f"{role} {vote}" for role, vote in payload.get("votes", {}).items())
+    recent = "\n\n".join(
+        f"[bold]{t['turn']}. {t['speaker']}[/bold]: {t['content']}"
+        for t in payload.get("recent_turns", [])[-4:]
+    )
+    body = f"{payload.get('question', '')}\n\nVotes: {votes}\n\n{recent}"
+    return Panel(body, title="Review before FINALIZE", border_style="yellow")
 
 
 def turn_panel(turn: dict[str, Any]) -> Panel:

@@ -11,6 +11,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from langgraph.types import Command
+
 from ima.errors import UserError
 from ima.graph.builder import MEMORY_MODES, compile_graph
 from ima.graph.context import RunContext
@@ -98,10 +100,22 @@ def create_run(
         registry.close()
 
 
+Reviewer = Callable[[dict[str, Any]], dict[str, Any]]
+
+
 def execute(
-    record: RunRecord, db: Path, listener: Listener | None = None, brief: str = ""
+    record: RunRecord,
+    db: Path,
+    listener: Listener | None = None,
+    brief: str = "",
+    reviewer: Reviewer | None = None,
+    answer: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Run (or continue) the thread to its end; checkpoints are synced after every step."""
+    """Run (or continue) the thread until it ends or waits for a review nobody can give.
+
+    `answer` resumes a pending review; `reviewer` is asked whenever the graph pauses for one.
+    Checkpoints are synced after every step, so a killed process loses at most one step.
+    """
     task = load_task(record.task_ref)
     registry = RunRegistry(db)
     started = time.perf_counter()
@@ -110,20 +124,31 @@ def execute(
     try:
         with open_checkpointer(db) as saver:
             graph = compile_graph(task, record.memory_mode, checkpointer=saver)  # type: ignore[arg-type]
-            config = {"configurable": {"thread_id": record.thread_id}}
-            fresh = not graph.get_state(config).values
-            payload = ({"brief": brief} if brief else {}) if fresh else None
-            for chunk in graph.stream(
-                payload,
-                config,  # type: ignore[arg-type]
-                context=record.run_context(),
-                stream_mode="updates",
-                durability="sync",  # a killed process loses at most the step in flight
-            ):
-                for node, update in chunk.items():
-                    if listener and isinstance(update, dict):
-                        listener(node, update)
-            values = graph.get_state(config).values
+            config: Any = {"configurable": {"thread_id": record.thread_id}}
+            snapshot = graph.get_state(config)
+            payload: Any = ({"brief": brief} if brief else {}) if not snapshot.values else None
+            if answer is not None:
+                payload = Command(resume=answer)
+            while True:
+                for chunk in graph.stream(
+                    payload,
+                    config,
+                    context=record.run_context(),
+                    stream_mode="updates",
+                    durability="sync",
+                ):
+                    for node, update in chunk.items():
+                        if listener and isinstance(update, dict):
+                            listener(node, update)
+                snapshot = graph.get_state(config)
+                pending = [i.value for t in snapshot.tasks for i in t.interrupts]
+                if not pending:
+                    break
+                if reviewer is None:
+                    record.status = "awaiting_review"
+                    return dict(snapshot.values)
+                payload = Command(resume=reviewer(pending[0]))
+            values = dict(snapshot.values)
         record.status = values.get("status", "running")
     except BaseException:
         record.status = "interrupted"
@@ -134,6 +159,15 @@ def execute(
         registry.close()
     write_outputs(Path(record.out_dir), run_record(record, values), values)
     return values
+
+
+def pending_review(record: RunRecord, db: Path) -> dict[str, Any] | None:
+    """The question a paused run is waiting on, if any."""
+    task = load_task(record.task_ref)
+    with open_checkpointer(db) as saver:
+        graph = compile_graph(task, record.memory_mode, checkpointer=saver)  # type: ignore[arg-type]
+        snapshot = graph.get_state({"configurable": {"thread_id": record.thread_id}})
+        return next((i.value for t in snapshot.tasks for i in t.interrupts), None)
 
 
 def resumable(record: RunRecord) -> None:

@@ -10,13 +10,17 @@ from langgraph.runtime import Runtime
 
 from ima.graph.context import RunContext
 from ima.graph.state import State
+from ima.nodes.review import REVIEW
 from ima.nodes.schedule import advance
 from ima.tasks import Task
 
 
 def make_router_node(task: Task) -> Callable[..., dict[str, Any]]:
     def router(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
-        return advance(task.schedule, state, state["transcript"], runtime.context.turn_cap)
+        update = advance(task.schedule, state, state["transcript"], runtime.context.turn_cap)
+        if update.get("consensus") and runtime.context.review:
+            update["next_speaker"] = REVIEW  # a person approves before FINALIZE
+        return update
 
     return router
 

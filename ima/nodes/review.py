@@ -1,0 +1,78 @@
+"""Human in the loop before FINALIZE: a LangGraph interrupt that Studio, the SDK and the
+`ima` command line all answer the same way.
+
+Resume with `{"approve": true}` to finalize, or `{"feedback": "..."}`: the feedback becomes
+a turn of the conversation (speaker HUMAN) and the team goes back to proposals, then votes
+again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from langgraph.types import Command, interrupt
+
+from ima import prompts
+from ima.graph.state import CallUsage, State, Turn
+from ima.memory.context import render_turn
+from ima.memory.tokens import count_tokens
+from ima.nodes.schedule import round_order
+from ima.tasks import Task
+
+REVIEW = "human_review"
+HUMAN = "HUMAN"
+
+
+def review_payload(task: Task, state: State) -> dict[str, Any]:
+    recent = state["transcript"][-len(round_order(task.schedule)) :]
+    return {
+        "question": prompts.render(
+            "review_question",
+            facilitator=task.schedule.facilitator,
+            finalizer=task.schedule.finalizer,
+        ),
+        "votes": state["votes"],
+        "recent_turns": [
+            {"turn": t["index"], "speaker": t["speaker"], "content": t["content"]} for t in recent
+        ],
+        "answer_with": {"approve": True, "feedback": "text sent back to the agents"},
+    }
+
+
+def make_review_node(task: Task) -> Callable[..., Command]:
+    schedule = task.schedule
+    phases = [p.name for p in schedule.phases]
+
+    def human_review(state: State) -> Command:
+        answer = interrupt(review_payload(task, state))
+        feedback = (answer.get("feedback") or "").strip() if isinstance(answer, dict) else ""
+        if not feedback:  # approval (anything without feedback approves)
+            return Command(goto=schedule.facilitator)
+        index = len(state["transcript"]) + 1
+        turn = Turn(
+            index=index,
+            speaker=HUMAN,
+            phase=state["phase"],
+            content=feedback,
+            flags=[],
+            tokens=count_tokens(render_turn(index, HUMAN, feedback)),
+            usage=CallUsage(
+                input_tokens=0, output_tokens=0, calls=0, seconds=0.0, estimated_calls=0
+            ),
+        )
+        back = phases[max(phases.index("consensus") - 1, 0)]
+        return Command(
+            goto=round_order(schedule)[0],
+            update={
+                "transcript": [turn],
+                "consensus": False,
+                "votes": {},
+                "phase": back,
+                "phase_round": 1,
+                "position": 0,
+                "next_speaker": round_order(schedule)[0],
+            },
+        )
+
+    return human_review
