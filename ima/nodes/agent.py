@@ -96,6 +96,15 @@ def make_agent_node(task: Task, role_id: str, with_memory: bool) -> Callable[...
             tokens=count_tokens(render_turn(index, role_id, text)),
             usage=usage,
         )
+        runtime.stream_writer(
+            {
+                "event": "turn",
+                "turn": index,
+                "speaker": role_id,
+                "phase": state["phase"],
+                "flags": turn["flags"],
+            }
+        )
         return {"transcript": [turn], "usage": {role_id: {"agent_turn": usage}}}
 
     agent.__name__ = role_id

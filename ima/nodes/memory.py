@@ -6,6 +6,7 @@ writes, no other agent's memory can change (memory privacy is structural).
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +19,15 @@ from ima.graph.state import MemorySlot, State
 from ima.models.calls import call_model
 from ima.nodes.prompting import system_prompt
 from ima.tasks import Task
+
+
+def line_changes(old: str, new: str) -> dict[str, int]:
+    """How a rewrite changed the memory, for progress events: lines added and removed."""
+    diff = list(difflib.ndiff(old.splitlines(), new.splitlines()))
+    return {
+        "lines_added": sum(d.startswith("+ ") for d in diff),
+        "lines_removed": sum(d.startswith("- ") for d in diff),
+    }
 
 
 def make_memory_node(task: Task, role_id: str) -> Callable[..., dict[str, Any]]:
@@ -51,6 +61,10 @@ def make_memory_node(task: Task, role_id: str) -> Callable[..., dict[str, Any]]:
                     updated_turn=latest["index"],
                 )
             }
+            runtime.stream_writer(
+                {"event": "memory", "role": role_id, "version": slot["version"] + 1}
+                | line_changes(slot["text"], text)
+            )
         return update
 
     update_memory.__name__ = f"{role_id}_memory"

@@ -53,9 +53,24 @@ class Schedule(BaseModel):
 
 
 class Requirement(BaseModel):
+    """A key requirement the final design must address (the coverage metric checks it).
+
+    `evidence` lists keyword groups: the design covers the requirement when every group has
+    at least one keyword in the design text (case-insensitive, matched at a word start, so
+    "blur" also finds "blurred"; spaces, hyphens and underscores in a keyword match each
+    other). A requirement without evidence is left to the optional LLM check.
+    """
+
     model_config = ConfigDict(extra="forbid")
     id: str
     text: str
+    evidence: list[list[str]] = []
+
+    @model_validator(mode="after")
+    def _no_empty_groups(self) -> Requirement:
+        if any(not [k for k in group if k.strip()] for group in self.evidence):
+            raise ValueError(f"requirement {self.id}: every evidence group needs a keyword")
+        return self
 
 
 class Task(BaseModel):
