@@ -105,3 +105,26 @@ def test_templates(run_graph, task, template):
     else:
         assert out["templates"]["DEA"] != out["templates"]["BOA"]
         assert out["usage"]["DEA"]["template_generation"]["calls"] == 1
+
+
+def test_fork_from_turn_ten_with_another_template(task):
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from ima.graph.context import RunContext
+
+    graph = compile_graph(task, "intrinsic", checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "fork"}}
+    graph.invoke({}, config, context=RunContext(model="scripted"))
+    after_ten = next(
+        s
+        for s in graph.get_state_history(config)
+        if len(s.values.get("transcript", [])) == 10 and s.next == ("router",)
+    )
+    forked = graph.invoke(
+        None, after_ten.config, context=RunContext(model="scripted", template="manual")
+    )
+    assert forked["status"] == "finalized"
+    assert [t["index"] for t in forked["transcript"]] == list(range(1, 32))
+    for role, slot in forked["memories"].items():
+        assert slot["template"] == "manual", role  # every agent spoke again after the fork
+        assert forked["templates"][role] == task.manual_template.strip()

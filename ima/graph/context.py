@@ -24,6 +24,7 @@ DEFAULT_MODEL = "embedded"
 
 
 CONFIG_FILE = "ima.toml"
+_FIELD_TYPES: dict[str, type] = {"int": int, "float": float, "bool": bool}
 
 
 @cache
@@ -108,6 +109,26 @@ class RunContext:
         default_factory=lambda: _env("IMA_CALL_TIMEOUT", 600.0),
         metadata={"description": "Seconds before a model call is abandoned (then retried)."},
     )
+
+    def __post_init__(self) -> None:
+        # Settings also arrive as JSON from Studio and the SDK: coerce and check them here,
+        # so every entry point gets the same one-line errors.
+        for f in fields(self):
+            value, kind = getattr(self, f.name), _FIELD_TYPES.get(str(f.type), str)
+            if kind is bool and isinstance(value, str):
+                value = value.strip().lower() in ("1", "true", "yes", "on")
+            try:
+                setattr(self, f.name, kind(value))
+            except (TypeError, ValueError):
+                raise UserError(
+                    f"setting {f.name}={value!r} is not a valid {kind.__name__}"
+                ) from None
+        if self.template not in ("generic", "manual", "llm"):
+            raise UserError(f"unknown template {self.template!r}: use generic, manual or llm")
+        if self.turn_cap < 1:
+            raise UserError("turn cap must be at least 1 (--turn-cap)")
+        if self.token_budget < 1:
+            raise UserError("token budget must be positive (--budget)")
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}

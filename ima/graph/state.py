@@ -8,11 +8,12 @@ instead of storing the whole transcript again at every step (DESIGN.md section 3
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NotRequired
 
 from langgraph.channels.delta import DeltaChannel
+
 # typing_extensions: pydantic (LangGraph server schemas) rejects typing.TypedDict on 3.11.
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 RunStatus = Literal["running", "finalized", "turn_cap", "failed"]
 CallKind = Literal["agent_turn", "memory_update", "template_generation", "documentation"]

@@ -217,7 +217,7 @@ def _aligned_llama_class() -> type[Llama]:
 
         def save_state(self) -> LlamaState:
             state = super().save_state()
-            state.scores = state.scores[:0]
+            state.scores = state.scores[:0].copy()  # a bare slice would pin the copy
             state.ima_safe = self._safe  # type: ignore[attr-defined]
             return state
 

@@ -29,6 +29,7 @@ class ScriptedChatModel(BaseChatModel):
     reject_rounds: int = 0  # consensus rounds in which the reviewer (ERA-like last voter) rejects
     bad_json: int = 0  # number of specification attempts answered with invalid JSON
     inject: str = ""  # text appended to every agent turn (memory-privacy tests)
+    bad_judge: int = 0  # number of judge attempts per design answered with unusable text
 
     @property
     def _llm_type(self) -> str:
@@ -52,6 +53,8 @@ class ScriptedChatModel(BaseChatModel):
             "template_generation": self._template,
             "documentation": self._documentation,
             "specification": self._specification,
+            "judge": self._judge,
+            "requirement_check": self._requirement_check,
         }.get(kind, self._turn)(prompt, meta)
         message = AIMessage(
             content=text,
@@ -108,6 +111,29 @@ class ScriptedChatModel(BaseChatModel):
         match = re.search(r"```json\n(.*?)\n```", prompt, re.DOTALL)
         schema = json.loads(match.group(1)) if match else {}
         return json.dumps(example_instance(schema))
+
+    def _judge(self, prompt: str, meta: dict[str, Any]) -> str:
+        """A verdict on the judged run (`ima_subject`): scores 2-9 that vary with it."""
+        if meta.get("ima_attempt", 1) <= self.bad_judge:
+            return "The design looks reasonable overall, I would give it a good mark."
+        rng = random.Random(f"judge/{self.seed}/{meta.get('ima_subject')}")
+        metrics = ("scalability", "reliability", "usability", "cost_effectiveness", "documentation")
+        verdict = {
+            m: {
+                "rationale": f"Scripted verdict on {m.replace('_', '-')}.",
+                "score": rng.randint(2, 9),
+            }
+            for m in metrics
+        }
+        return json.dumps(verdict)
+
+    def _requirement_check(self, prompt: str, meta: dict[str, Any]) -> str:
+        rng = random.Random(
+            f"check/{self.seed}/{meta.get('ima_subject')}/{meta.get('ima_requirement')}"
+        )
+        addressed = rng.random() < 0.5
+        evidence = "the scripted design mentions it" if addressed else "none"
+        return json.dumps({"evidence": evidence, "addressed": addressed})
 
 
 def example_instance(schema: dict[str, Any]) -> Any:

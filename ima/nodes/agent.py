@@ -92,7 +92,7 @@ def make_agent_node(task: Task, role_id: str, with_memory: bool) -> Callable[...
             speaker=role_id,
             phase=state["phase"],
             content=text,
-            flags=parse_flags(text),
+            flags=parse_flags(text, voting=metadata["ima_voting"]),
             tokens=count_tokens(render_turn(index, role_id, text)),
             usage=usage,
         )

@@ -11,7 +11,7 @@ import re
 _NEGATED_ACCEPT = re.compile(r"\b(not|cannot|can't|won't|don't|do not)\s+accept", re.I)
 _ACCEPT = re.compile(r"\baccept(s|ed)?\b", re.I)
 _REJECT = re.compile(r"\breject(s|ed)?\b", re.I)
-_FINALIZE = re.compile(r"\bFINALI[SZ]E\b|^\W*finali[sz]e\b", re.M)
+_FINALIZE = re.compile(r"\bFINALI[SZ]E\b|^\W*(?i:finali[sz]e)\b", re.M)
 
 
 def _vote_in(text: str) -> str | None:
@@ -26,8 +26,10 @@ def parse_vote(text: str) -> str | None:
     return _vote_in(first) or _vote_in(text)
 
 
-def parse_flags(text: str) -> list[str]:
-    flags = [vote] if (vote := parse_vote(text)) else []
+def parse_flags(text: str, voting: bool = True) -> list[str]:
+    """Markers in a turn; votes count only in a voting turn (a facilitator's "all accepted"
+    is not a vote)."""
+    flags = [vote] if voting and (vote := parse_vote(text)) else []
     if _FINALIZE.search(text):
         flags.append("FINALIZE")
     return flags

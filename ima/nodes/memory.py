@@ -15,7 +15,8 @@ from langgraph.runtime import Runtime
 
 from ima import prompts
 from ima.graph.context import RunContext
-from ima.graph.state import MemorySlot, State
+from ima.graph.state import MemorySlot, State, add_usage
+from ima.memory.templates import write_template
 from ima.models.calls import call_model
 from ima.nodes.prompting import system_prompt
 from ima.tasks import Task
@@ -35,9 +36,17 @@ def make_memory_node(task: Task, role_id: str) -> Callable[..., dict[str, Any]]:
         settings = runtime.context
         latest = state["transcript"][-1]
         slot = state["memories"][role_id]
+        update: dict[str, Any] = {"usage": {}}
+        template = state["templates"].get(role_id)
+        if slot["template"] != settings.template or template is None:
+            # The run was forked with another template kind: adopt it from here on.
+            template, call = write_template(task, role_id, settings, state["brief"])
+            update["templates"] = {**state["templates"], role_id: template}
+            if call:
+                update["usage"] = {role_id: {"template_generation": call}}
         prompt = prompts.render(
             "memory_update",
-            template=state["templates"][role_id],
+            template=template,
             memory=slot["text"] or "(empty: this is your first turn)",
             output=latest["content"],
             turn=latest["index"],
@@ -51,12 +60,12 @@ def make_memory_node(task: Task, role_id: str) -> Callable[..., dict[str, Any]]:
         model = settings.memory_chat_model()
         metadata = {"ima_kind": "memory_update", "ima_role": role_id, "ima_turn": latest["index"]}
         text, usage = call_model(model, messages, metadata)
-        update: dict[str, Any] = {"usage": {role_id: {"memory_update": usage}}}
+        update["usage"] = add_usage(update["usage"], {role_id: {"memory_update": usage}})
         if text:  # an empty rewrite would erase the memory: keep the previous version instead
             update["memories"] = {
                 role_id: MemorySlot(
                     text=text,
-                    template=slot["template"],
+                    template=settings.template,
                     version=slot["version"] + 1,
                     updated_turn=latest["index"],
                 )

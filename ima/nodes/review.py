@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from langgraph.runtime import Runtime
 from langgraph.types import Command, interrupt
 
 from ima import prompts
@@ -44,7 +45,7 @@ def make_review_node(task: Task) -> Callable[..., Command]:
     schedule = task.schedule
     phases = [p.name for p in schedule.phases]
 
-    def human_review(state: State) -> Command:
+    def human_review(state: State, runtime: Runtime) -> Command:
         answer = interrupt(review_payload(task, state))
         feedback = (answer.get("feedback") or "").strip() if isinstance(answer, dict) else ""
         if not feedback:  # approval (anything without feedback approves)
@@ -60,6 +61,9 @@ def make_review_node(task: Task) -> Callable[..., Command]:
             usage=CallUsage(
                 input_tokens=0, output_tokens=0, calls=0, seconds=0.0, estimated_calls=0
             ),
+        )
+        runtime.stream_writer(
+            {"event": "turn", "turn": index, "speaker": HUMAN, "phase": state["phase"], "flags": []}
         )
         back = phases[max(phases.index("consensus") - 1, 0)]
         return Command(

@@ -8,6 +8,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from ima.errors import UserError
 from ima.graph.context import RunContext
 from ima.graph.state import State
 from ima.nodes.review import REVIEW
@@ -17,6 +18,11 @@ from ima.tasks import Task
 
 def make_router_node(task: Task) -> Callable[..., dict[str, Any]]:
     def router(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+        if state.get("task_id") not in (None, task.id):
+            raise UserError(
+                f"thread belongs to task {state['task_id']!r}, not {task.id!r}: "
+                "continue it with the task it started with"
+            )
         update = advance(task.schedule, state, state["transcript"], runtime.context.turn_cap)
         if update.get("consensus") and runtime.context.review:
             update["next_speaker"] = REVIEW  # a person approves before FINALIZE

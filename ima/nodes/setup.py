@@ -6,14 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
-from ima import prompts
 from ima.graph.context import RunContext
 from ima.graph.state import MemorySlot, State
-from ima.models.calls import call_model
-from ima.nodes.prompting import system_prompt
+from ima.memory.templates import write_template
 from ima.nodes.schedule import initial_position
 from ima.tasks import Task
 
@@ -33,20 +30,9 @@ def make_setup_node(task: Task, with_memory: bool) -> Callable[..., dict[str, An
             return update | {"templates": {}}
         templates, usage = {}, {}
         for role_id in task.speakers:
-            if settings.template == "manual":
-                templates[role_id] = task.manual_template.strip()
-            elif settings.template == "llm":
-                messages = [
-                    SystemMessage(system_prompt(task, role_id, brief)),
-                    HumanMessage(prompts.load("template_generation")),
-                ]
-                model = settings.chat_model()
-                meta = {"ima_kind": "template_generation", "ima_role": role_id}
-                text, call = call_model(model, messages, meta)
-                templates[role_id] = text or prompts.load("templates/generic")
+            templates[role_id], call = write_template(task, role_id, settings, brief)
+            if call:
                 usage[role_id] = {"template_generation": call}
-            else:
-                templates[role_id] = prompts.load("templates/generic")
         slots = {
             r: MemorySlot(text="", template=settings.template, version=0, updated_turn=0)
             for r in task.speakers

@@ -1,0 +1,284 @@
+"""`ima eval`: paired runs of intrinsic memory and the baseline, judged, stored, reported.
+
+Register it on the `ima` app with `app.command("eval")(eval_command)`.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console, RenderableType
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
+
+from ima.errors import UserError
+from ima.evals.judge import METRICS
+from ima.evals.report import print_report, write_report
+from ima.evals.runner import EvalPlan, Evaluation, Event
+from ima.evals.store import ResultsStore, read_config
+from ima.graph.context import RunContext
+from ima.models import describe_model, load_chat_model
+from ima.tasks import load_task
+
+console = Console()
+err = Console(stderr=True)
+
+
+def _split(text: str | None, convert: Any, what: str) -> tuple[Any, ...] | None:
+    if text is None:
+        return None
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    try:
+        values = tuple(dict.fromkeys(convert(t) for t in items))
+    except ValueError:
+        raise UserError(f"bad {what} list {text!r}: write comma-separated values") from None
+    if not values:
+        raise UserError(f"empty {what} list: give at least one value")
+    return values
+
+
+def _row_line(row: dict[str, Any]) -> str:
+    tokens = (row.get("usage") or {}).get("total") or {}
+    cov = row.get("coverage") or {}
+    verdict = row.get("judge") or {}
+    judged = (
+        "/".join(str(verdict["scores"][m]) for m in METRICS)
+        if verdict.get("status") == "ok"
+        else f"[red]judge failed[/red] ({verdict.get('error', '')})"
+    )
+    coverage = (
+        f"{len(cov.get('covered', []))}/{cov.get('checked', 0)}" if cov.get("checked") else "n/a"
+    )
+    return (
+        f"{row['status']} · {row['turns']} turns · "
+        f"{tokens.get('input_tokens', 0) + tokens.get('output_tokens', 0):,} tokens · "
+        f"{row['wall_seconds']:.0f}s · coverage {coverage} · judge {judged}"
+    )
+
+
+def report_only(directory: Path) -> None:
+    store = ResultsStore(directory)
+    if not store.path.exists():
+        raise UserError(f"no {store.path}: run `ima eval --out {directory}` first")
+    rows = store.load()
+    if store.skipped_lines:
+        err.print(
+            f"[yellow]note:[/yellow] ignored {store.skipped_lines} unreadable line(s) in {store.path}"
+        )
+    if not rows:
+        raise UserError(f"{store.path} holds no finished runs yet")
+    made = write_report(directory, rows, read_config(directory))
+    print_report(console, rows)
+    _print_outputs(made)
+
+
+def _print_outputs(made: dict[str, Any]) -> None:
+    console.print(f"report: {made['report']}", highlight=False)
+    for path in made["plots"]:
+        console.print(f"plot: {path}", highlight=False)
+
+
+def eval_command(
+    task: Annotated[
+        str, typer.Option(help="Task id (see `ima tasks`) or path to a task YAML file.")
+    ] = "data-pipeline",
+    pairs: Annotated[
+        int, typer.Option("--pairs", "-n", help="Paired runs per condition (seeds SEED..SEED+N-1).")
+    ] = 10,
+    seed: Annotated[int, typer.Option(help="First seed of the pairs.")] = 0,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="Agents' model: embedded, gguf:PATH, ollama:NAME, scripted, provider:model (env IMA_MODEL)."
+        ),
+    ] = None,
+    memory_model: Annotated[
+        str | None, typer.Option(help="Model for memory updates (default: the agents' model).")
+    ] = None,
+    judge_model: Annotated[
+        str | None, typer.Option(help="Model that judges the designs (default: the agents' model).")
+    ] = None,
+    judge_seed: Annotated[
+        int, typer.Option(help="Seed of the judge (temperature is always 0).")
+    ] = 0,
+    judge_attempts: Annotated[
+        int, typer.Option(help="Attempts per verdict before it is recorded as failed.")
+    ] = 3,
+    template: Annotated[
+        str | None,
+        typer.Option(
+            "--template",
+            "--templates",
+            help="Memory template(s) of the intrinsic runs, comma-separated: generic, manual, llm "
+            "(e.g. generic,llm for the paper's Appendix B ablation).",
+        ),
+    ] = None,
+    budget: Annotated[
+        str | None,
+        typer.Option(
+            "--budget",
+            "--budgets",
+            help="Token budget(s) of each agent's context, comma-separated.",
+        ),
+    ] = None,
+    turn_cap: Annotated[
+        int | None, typer.Option(help="Maximum turns per run (env IMA_TURN_CAP).")
+    ] = None,
+    llm_coverage: Annotated[
+        bool,
+        typer.Option(
+            "--llm-coverage",
+            help="Also ask the judge model, per requirement, whether the design addresses it.",
+        ),
+    ] = False,
+    out: Annotated[
+        Path | None, typer.Option(help="Evaluation directory (default: evals/TASK).")
+    ] = None,
+    report_only_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--report-only", metavar="DIR", help="Re-analyse a stored evaluation; run nothing."
+        ),
+    ] = None,
+) -> None:
+    """Compare intrinsic memory with the memoryless baseline: paired runs, an LLM judge,
+    objective metrics, rank-sum statistics, box plots and a Markdown report.
+
+    Every finished run is stored in OUT/results.jsonl at once, so running the same command
+    again resumes an interrupted evaluation. OUT also holds config.json, report.md, the PNG
+    plots, the runs' outputs (OUT/runs/THREAD/) and their checkpoints (OUT/ima.sqlite).
+
+    Examples:\n
+      ima eval --pairs 10\n
+      ima eval --model ollama:qwen2.5:7b --judge-model ollama:qwen2.5:14b\n
+      ima eval --templates generic,manual,llm --budgets 1024,2048\n
+      ima eval --report-only evals/data-pipeline
+    """
+    if report_only_dir is not None:
+        report_only(report_only_dir)
+        return
+    overrides = {"model": model, "memory_model": memory_model, "turn_cap": turn_cap}
+    settings = RunContext(**{k: v for k, v in overrides.items() if v is not None})
+    templates = _split(template, str, "template") or (settings.template,)
+    budgets = _split(budget, int, "budget") or (settings.token_budget,)
+    task_def = load_task(task)
+    directory = out or Path("evals") / task_def.id
+    plan = EvalPlan(
+        task_ref=task,
+        settings=settings,
+        judge_model=judge_model or settings.model,
+        judge_seed=judge_seed,
+        pairs=pairs,
+        base_seed=seed,
+        templates=templates,
+        budgets=budgets,
+        llm_coverage=llm_coverage,
+        judge_attempts=judge_attempts,
+        command=shlex.join(["ima", *sys.argv[1:]]) if sys.argv[1:2] == ["eval"] else "",
+    )
+    evaluation = Evaluation(plan, directory)
+    evaluation.prepare()
+    done, todo = evaluation.pending()
+    console.print(
+        f"evaluation [bold]{directory}[/bold] · task {task_def.id} v{task_def.version} · "
+        f"{pairs} pairs (seeds {seed}..{seed + pairs - 1}) · templates {', '.join(templates)} · "
+        f"budgets {', '.join(map(str, budgets))} · turn cap {settings.turn_cap}",
+        highlight=False,
+    )
+    console.print(f"agents: {describe_model(settings.chat_model())}", highlight=False)
+    judge = load_chat_model(plan.judge_model, judge_seed, 0.0, settings.call_timeout)
+    console.print(
+        f"judge: {describe_model(judge)} · temperature 0 · seed {judge_seed}", highlight=False
+    )
+    if done:
+        console.print(f"resuming: {len(done)} of {len(done) + len(todo)} runs already stored")
+    errors = _run(evaluation, len(done), len(done) + len(todo), settings.turn_cap)
+    rows = evaluation.store.load()
+    if rows:
+        made = write_report(directory, rows, read_config(directory))
+        print_report(console, rows)
+        _print_outputs(made)
+    if errors:
+        err.print(
+            f"[red]{errors} run(s) failed[/red] (see above); run the same command again to "
+            "resume them: stored runs are kept"
+        )
+        raise typer.Exit(1)
+
+
+class _EvalProgress(Progress):
+    """The bar with its ETA, and under it what is happening now."""
+
+    doing = ""
+
+    def get_renderables(self) -> Iterable[RenderableType]:
+        yield self.make_tasks_table(self.tasks)
+        if self.doing:
+            yield Text(f"  {self.doing}", style="dim", no_wrap=True, overflow="ellipsis")
+
+
+def _run(evaluation: Evaluation, done: int, total: int, cap: int) -> int:
+    errors = 0
+    progress = _EvalProgress(
+        SpinnerColumn(),
+        TextColumn("eval"),
+        BarColumn(bar_width=30),
+        MofNCompleteColumn(),
+        TextColumn("runs ·"),
+        TimeElapsedColumn(),
+        TextColumn("· eta"),
+        TimeRemainingColumn(),
+        console=console,
+        speed_estimate_period=24 * 3600,  # runs take minutes: average over all of them
+    )
+
+    def notify(event: Event) -> None:
+        nonlocal errors
+        label = event.run.label
+        if event.kind == "start":
+            doing = "resuming" if event.detail.get("resumed") else "starting"
+            progress.doing = f"{label}: {doing}"
+        elif event.kind == "turn":
+            turn = event.detail["turn"]
+            where = "writing the design" if turn is None else f"turn {turn}/{cap}"
+            progress.doing = f"{label}: {where} · {event.detail['tokens']:,} tokens"
+        elif event.kind == "judge":
+            progress.doing = f"{label}: judging the design"
+        elif event.kind == "done":
+            progress.console.print(
+                f"[green]✓[/green] {label}: {_row_line(event.detail['row'])}", highlight=False
+            )
+            progress.advance(bar)
+        elif event.kind == "error":
+            errors += 1
+            progress.console.print(
+                f"[red]✗[/red] {label}: {event.detail['error']}", highlight=False
+            )
+
+    with progress:
+        bar = progress.add_task("eval", total=total, completed=done)
+        try:
+            for _ in evaluation.run_all(notify):
+                pass
+        except KeyboardInterrupt:
+            progress.stop()
+            stored = len(evaluation.store.load())
+            err.print(
+                f"interrupted: {stored} runs are stored in {evaluation.store.path}; run the same "
+                f"command again to resume, or `ima eval --report-only {evaluation.directory}`"
+            )
+            raise typer.Exit(130) from None
+    return errors

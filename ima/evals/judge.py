@@ -1,0 +1,189 @@
+"""The LLM judge: the paper's five quality scores (1-10), each with a rationale.
+
+The verdict comes through structured output (see `ima.evals.structured`), at temperature 0
+with a fixed seed. An unusable verdict is retried with the problem named; after the last
+attempt it is recorded as failed, and failed verdicts are left out of the statistics.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from pydantic import BaseModel, Field
+
+from ima.evals.structured import AnswerError, ask_structured, extract_json, prompt_parts
+
+METRICS = ("scalability", "reliability", "usability", "cost_effectiveness", "documentation")
+LABELS = {
+    "scalability": "Scalability",
+    "reliability": "Reliability",
+    "usability": "Usability",
+    "cost_effectiveness": "Cost-effectiveness",
+    "documentation": "Documentation",
+}
+RATIONALE_MAX_CHARS = 300  # bounds constrained output; longer text is cut, not rejected
+MAX_ATTEMPTS = 3  # the first answer and two retries
+
+
+class MetricScore(BaseModel):
+    rationale: str = Field(description="One or two sentences naming strengths or gaps.")
+    score: int = Field(ge=1, le=10, description="Integer score from 1 to 10.")
+
+
+class JudgeVerdict(BaseModel):
+    """The judge's answer: each criterion's rationale and 1-10 score."""
+
+    scalability: MetricScore
+    reliability: MetricScore
+    usability: MetricScore
+    cost_effectiveness: MetricScore
+    documentation: MetricScore
+
+
+def verdict_schema() -> dict[str, Any]:
+    """JSON Schema of a verdict, inlined (no $ref) so every backend's grammar accepts it."""
+    item = {
+        "type": "object",
+        "properties": {
+            "rationale": {"type": "string", "maxLength": RATIONALE_MAX_CHARS},
+            "score": {"type": "integer", "minimum": 1, "maximum": 10},
+        },
+        "required": ["rationale", "score"],
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "properties": {m: item for m in METRICS},
+        "required": list(METRICS),
+        "additionalProperties": False,
+    }
+
+
+_ALIASES = {
+    "cost": "cost_effectiveness",
+    "costeffectiveness": "cost_effectiveness",
+    "cost_efficiency": "cost_effectiveness",
+    "cost_effective": "cost_effectiveness",
+    "scalable": "scalability",
+    "reliable": "reliability",
+    "usable": "usability",
+    "docs": "documentation",
+}
+_RATIONALE_KEYS = ("rationale", "reason", "reasoning", "justification", "explanation", "comment")
+_SCORE_KEYS = ("score", "rating", "value", "grade")
+
+
+def _norm(key: str) -> str:
+    key = re.sub(r"[^a-z]+", "_", key.lower()).strip("_")
+    return _ALIASES.get(key, key)
+
+
+def _score(value: Any, metric: str) -> int:
+    if isinstance(value, bool):
+        raise AnswerError(f"the score of {metric} is not a number")
+    if isinstance(value, int | float) and float(value).is_integer():
+        number = int(value)
+    else:
+        match = re.fullmatch(r"\s*(\d+(?:\.0+)?)\s*(?:/\s*10)?\s*", str(value))
+        if not match:
+            raise AnswerError(f"the score of {metric} is {value!r}, not an integer from 1 to 10")
+        number = int(float(match.group(1)))
+    if not 1 <= number <= 10:
+        raise AnswerError(f"the score of {metric} is {number}, outside 1 to 10")
+    return number
+
+
+def parse_verdict(text: str) -> JudgeVerdict:
+    """A verdict from a model's answer, tolerating fences, prose, key spellings and
+    `"7/10"`-style scores; AnswerError names what is missing or wrong."""
+    data = extract_json(text)
+    if not isinstance(data, dict):
+        raise AnswerError("the answer is JSON but not an object")
+    data = {_norm(k): v for k, v in data.items()}
+    if not set(METRICS) & set(data) and len(data) == 1:  # {"scores": {...}} or {"verdict": ...}
+        (inner,) = data.values()
+        if isinstance(inner, dict):
+            data = {_norm(k): v for k, v in inner.items()}
+    found: dict[str, MetricScore] = {}
+    missing = []
+    for metric in METRICS:
+        entry = data.get(metric)
+        if isinstance(entry, dict):
+            entry = {_norm(k): v for k, v in entry.items()}
+            score = next((entry[k] for k in _SCORE_KEYS if k in entry), None)
+            rationale = next((entry[k] for k in _RATIONALE_KEYS if k in entry), None)
+        else:  # flat: {"scalability_score": 7, "scalability_rationale": "..."}
+            score = next(
+                (data[f"{metric}_{k}"] for k in _SCORE_KEYS if f"{metric}_{k}" in data), None
+            )
+            rationale = next(
+                (data[f"{metric}_{k}"] for k in _RATIONALE_KEYS if f"{metric}_{k}" in data), None
+            )
+            if score is None and entry is not None:
+                score = entry
+        if score is None:
+            missing.append(metric)
+            continue
+        if not isinstance(rationale, str) or not rationale.strip():
+            raise AnswerError(f"{metric} has no rationale")
+        found[metric] = MetricScore(
+            rationale=rationale.strip()[:RATIONALE_MAX_CHARS], score=_score(score, metric)
+        )
+    if missing:
+        raise AnswerError(f"missing criteria: {', '.join(missing)}")
+    return JudgeVerdict(**found)
+
+
+def judge_design(
+    model: BaseChatModel,
+    *,
+    brief: str,
+    design: str,
+    specification: Any,
+    subject: str,
+    max_attempts: int = MAX_ATTEMPTS,
+) -> dict[str, Any]:
+    """Score one design. Returns a JSON-ready verdict record:
+    status ("ok" or "failed"), scores, rationales, attempts, error, usage (kind "judge")."""
+    if not design.strip():
+        return {
+            "status": "failed",
+            "scores": {},
+            "rationales": {},
+            "attempts": 0,
+            "error": "the run produced no design to judge",
+            "answers": [],
+            "usage": None,
+        }
+    schema = verdict_schema()
+    prompt, retry = prompt_parts(
+        "judge",
+        brief=brief.strip(),
+        design=design.strip(),
+        specification=json.dumps(specification, indent=2),
+        schema=json.dumps(schema, indent=2),
+    )
+    outcome = ask_structured(
+        model,
+        JudgeVerdict,
+        schema,
+        prompt,
+        retry,
+        parse_verdict,
+        {"ima_kind": "judge", "ima_role": "judge", "ima_subject": subject},
+        max_attempts,
+    )
+    verdict: JudgeVerdict | None = outcome.value
+    return {
+        "status": "ok" if outcome.ok else "failed",
+        "scores": {m: getattr(verdict, m).score for m in METRICS} if verdict else {},
+        "rationales": {m: getattr(verdict, m).rationale for m in METRICS} if verdict else {},
+        "attempts": outcome.attempts,
+        "error": outcome.error,
+        # the unusable answers, kept so a failure can be inspected (cut to stay readable)
+        "answers": [a[:2000] for a in outcome.answers] if not outcome.ok else [],
+        "usage": outcome.usage,
+    }

@@ -1,0 +1,346 @@
+"""Paired evaluation runs: both systems over the same seeds, judged and stored one by one.
+
+Runs go through `ima.graph.runner` (create_run / execute), each on its own thread in the
+evaluation's SQLite file and with its own outputs directory. A run is appended to
+results.jsonl as soon as it is judged; on a new invocation, stored runs are skipped, a
+finished-but-unjudged thread is judged without re-running, and an interrupted thread is
+resumed from its last checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ima.errors import UserError
+from ima.evals.coverage import evidence_coverage, llm_coverage
+from ima.evals.judge import MAX_ATTEMPTS, judge_design
+from ima.evals.store import CONFIG_FILE, ResultsStore, read_config, write_json_atomic
+from ima.graph.context import RunContext
+from ima.graph.outputs import run_record, write_outputs
+from ima.graph.runner import (
+    FINISHED,
+    Listener,
+    create_run,
+    execute,
+    load_state,
+    validate_settings,
+)
+from ima.graph.storage import RunRecord, RunRegistry
+from ima.models import load_chat_model
+from ima.tasks import Task, load_task
+
+DB_FILE = "ima.sqlite"
+RUNS_DIR = "runs"
+SYSTEM_MODES = {"intrinsic": "intrinsic", "baseline": "none"}
+# Settings that may differ between invocations on one eval directory (they define runs).
+PER_RUN = ("template", "token_budget", "seed")
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    memory_mode: str  # intrinsic | none
+    template: str | None  # None for the baseline: it keeps no memory
+    budget: int
+    seed: int
+
+    @property
+    def system(self) -> str:
+        return "intrinsic" if self.memory_mode == "intrinsic" else "baseline"
+
+    @property
+    def key(self) -> str:
+        if self.template is None:
+            return f"none/b{self.budget}/s{self.seed}"
+        return f"intrinsic/{self.template}/b{self.budget}/s{self.seed}"
+
+    def thread_id(self, task_id: str) -> str:
+        return f"{task_id}-{self.key.replace('/', '-')}"
+
+    @property
+    def label(self) -> str:
+        what = self.system if self.template is None else f"intrinsic/{self.template}"
+        return f"{what} · budget {self.budget} · seed {self.seed}"
+
+
+@dataclass
+class EvalPlan:
+    task_ref: str
+    settings: RunContext  # the shared run settings; template, budget and seed vary per run
+    judge_model: str
+    judge_seed: int = 0
+    pairs: int = 10
+    base_seed: int = 0
+    templates: tuple[str, ...] = ("generic",)
+    budgets: tuple[int, ...] = (2048,)
+    llm_coverage: bool = False
+    judge_attempts: int = MAX_ATTEMPTS
+    command: str = ""
+
+    def runs(self) -> list[PlannedRun]:
+        """Pair by pair, so an interruption leaves whole pairs behind it."""
+        out = []
+        for budget in self.budgets:
+            for seed in range(self.base_seed, self.base_seed + self.pairs):
+                out += [PlannedRun("intrinsic", t, budget, seed) for t in self.templates]
+                out.append(PlannedRun("none", None, budget, seed))
+        return out
+
+    def config(self, task: Task) -> dict[str, Any]:
+        shared = {k: v for k, v in self.settings.to_dict().items() if k not in PER_RUN}
+        return {
+            "task": {
+                "ref": self.task_ref,
+                "id": task.id,
+                "version": task.version,
+                "fingerprint": task.fingerprint,
+            },
+            "settings": shared,
+            "judge": {
+                "model": self.judge_model,
+                "seed": self.judge_seed,
+                "attempts": self.judge_attempts,
+            },
+            "llm_coverage": self.llm_coverage,
+            "pairs": self.pairs,
+            "base_seed": self.base_seed,
+            "templates": list(self.templates),
+            "budgets": list(self.budgets),
+            "requirements": {r.id: r.text for r in task.requirements},
+            "command": self.command,
+        }
+
+
+def check_compatible(old: dict[str, Any], new: dict[str, Any], directory: Path) -> None:
+    """Stored runs must have been made with the same task, models and shared settings."""
+    problems = []
+    if old["task"]["fingerprint"] != new["task"]["fingerprint"]:
+        problems.append(
+            f"task {old['task']['id']} v{old['task']['version']} ({old['task']['fingerprint']}) "
+            f"vs {new['task']['id']} v{new['task']['version']} ({new['task']['fingerprint']})"
+        )
+    for key in sorted(set(old["settings"]) | set(new["settings"])):
+        if key == "call_timeout":
+            continue  # a timeout does not change results
+        if old["settings"].get(key) != new["settings"].get(key):
+            problems.append(f"{key} {old['settings'].get(key)!r} vs {new['settings'].get(key)!r}")
+    for key in ("model", "seed"):
+        if old["judge"][key] != new["judge"][key]:
+            problems.append(f"judge {key} {old['judge'][key]!r} vs {new['judge'][key]!r}")
+    if old.get("llm_coverage") != new.get("llm_coverage"):
+        problems.append(f"llm coverage {old.get('llm_coverage')} vs {new.get('llm_coverage')}")
+    if problems:
+        raise UserError(
+            f"{directory} holds an evaluation made with other settings ({'; '.join(problems)}): "
+            "repeat its settings to resume it (see its config.json), or choose another --out"
+        )
+
+
+@dataclass
+class Event:
+    """Progress news for the display: a run starts, a turn lands, the judge works, a run ends."""
+
+    kind: str  # skip | start | turn | judge | done | error
+    run: PlannedRun
+    detail: dict[str, Any]
+
+
+class Evaluation:
+    def __init__(self, plan: EvalPlan, directory: Path) -> None:
+        self.plan = plan
+        self.directory = directory
+        self.db = directory / DB_FILE
+        self.store = ResultsStore(directory)
+        self.task = load_task(plan.task_ref)
+        self.brief = self.task.description
+
+    # -- setup
+
+    def prepare(self) -> None:
+        """Check the settings once, before any run, and write (or check) config.json."""
+        if self.plan.pairs < 1:
+            raise UserError("--pairs must be at least 1")
+        if self.plan.judge_attempts < 1:
+            raise UserError("--judge-attempts must be at least 1")
+        seed = self.plan.base_seed
+        for budget in self.plan.budgets:
+            for run in [
+                PlannedRun("none", None, budget, seed),
+                *(PlannedRun("intrinsic", t, budget, seed) for t in self.plan.templates),
+            ]:
+                validate_settings(self.task, run.memory_mode, self._settings(run), self.brief)
+        self.judge_model()  # a bad judge spec fails here, before anything is written
+        config = self.plan.config(self.task)
+        old = read_config(self.directory)
+        if old is not None:
+            check_compatible(old, config, self.directory)
+            config["pairs"] = max(config["pairs"], old.get("pairs", 0))
+            config["templates"] = list(
+                dict.fromkeys([*old.get("templates", []), *config["templates"]])
+            )
+            config["budgets"] = list(dict.fromkeys([*old.get("budgets", []), *config["budgets"]]))
+        config["updated_at"] = datetime.now().isoformat(timespec="seconds")
+        write_json_atomic(self.directory / CONFIG_FILE, config)
+
+    def judge_model(self) -> Any:
+        return load_chat_model(
+            self.plan.judge_model, self.plan.judge_seed, 0.0, self.plan.settings.call_timeout
+        )
+
+    def _settings(self, run: PlannedRun) -> RunContext:
+        values = {
+            **self.plan.settings.to_dict(),
+            "template": run.template or "generic",
+            "token_budget": run.budget,
+            "seed": run.seed,
+        }
+        if "review" in values:
+            values["review"] = False  # nobody answers a review question during an evaluation
+        return RunContext(**values)
+
+    # -- running
+
+    def pending(self) -> tuple[list[PlannedRun], list[PlannedRun]]:
+        """(already stored, still to do), in plan order."""
+        stored = self.store.keys()
+        runs = self.plan.runs()
+        return [r for r in runs if r.key in stored], [r for r in runs if r.key not in stored]
+
+    def run_all(self, notify: Callable[[Event], None] = lambda e: None) -> Iterator[dict[str, Any]]:
+        """Run, judge and store every pending run; yields each stored row. Model or run
+        errors are reported per run (notify 'error') and the next run goes on; Ctrl-C stops."""
+        done, todo = self.pending()
+        for run in done:
+            notify(Event("skip", run, {}))
+        for run in todo:
+            try:
+                row = self.run_one(run, notify)
+            except (KeyboardInterrupt, UserError):
+                raise
+            except Exception as exc:
+                notify(Event("error", run, {"error": f"{type(exc).__name__}: {exc}"}))
+                continue
+            notify(Event("done", run, {"row": row}))
+            yield row
+
+    def run_one(
+        self, run: PlannedRun, notify: Callable[[Event], None] = lambda e: None
+    ) -> dict[str, Any]:
+        thread = run.thread_id(self.task.id)
+        registry = RunRegistry(self.db)
+        try:
+            record = registry.find(thread)
+        finally:
+            registry.close()
+        notify(Event("start", run, {"thread": thread, "resumed": record is not None}))
+        if record is None:
+            record = create_run(
+                task_ref=self.plan.task_ref,
+                memory_mode=run.memory_mode,
+                settings=self._settings(run),
+                db=self.db,
+                out_root=self.directory / RUNS_DIR,
+                thread_id=thread,
+            )
+        if record.status in FINISHED:  # ended before the last invocation could judge it
+            values = load_state(record, self.db)
+            if not (Path(record.out_dir) / "run.json").exists():
+                write_outputs(Path(record.out_dir), run_record(record, values), values)
+        elif record.shown_status == "running" and record.pid != os.getpid():
+            raise UserError(
+                f"run {thread} is running in process {record.pid}: is another `ima eval` using "
+                f"{self.directory}?"
+            )
+        else:
+            values = execute(record, self.db, self._listener(run, notify))
+        if values.get("status") not in FINISHED:
+            raise RuntimeError(f"run {thread} stopped with status {values.get('status')!r}")
+        notify(Event("judge", run, {"thread": thread}))
+        row = self.assess(run, record)
+        self.store.append(row)
+        return row
+
+    @staticmethod
+    def _listener(run: PlannedRun, notify: Callable[[Event], None]) -> Listener:
+        tokens = 0
+
+        def listen(node: str, update: dict[str, Any]) -> None:
+            nonlocal tokens
+            for kinds in (update.get("usage") or {}).values():
+                tokens += sum(u["input_tokens"] + u["output_tokens"] for u in kinds.values())
+            for turn in update.get("transcript") or []:
+                notify(Event("turn", run, {"turn": turn["index"], "tokens": tokens}))
+            if node == "router" and update.get("next_speaker") == "documentation":
+                notify(Event("turn", run, {"turn": None, "tokens": tokens}))
+
+        return listen
+
+    # -- assessment
+
+    def assess(self, run: PlannedRun, record: RunRecord) -> dict[str, Any]:
+        """Judge the run's final design and measure it; the results.jsonl row."""
+        out = Path(record.out_dir)
+        info = json.loads((out / "run.json").read_text(encoding="utf-8"))
+        design = _read(out / "design.md")
+        spec_text = _read(out / "design.json")
+        try:
+            spec = json.loads(spec_text) if spec_text.strip() else None
+        except json.JSONDecodeError:
+            spec = None
+        started = time.perf_counter()
+        judge = self.judge_model()
+        verdict = judge_design(
+            judge,
+            brief=self.brief,
+            design=design,
+            specification=spec,
+            subject=record.thread_id,
+            max_attempts=self.plan.judge_attempts,
+        )
+        verdict.update(model=self.plan.judge_model, seed=self.plan.judge_seed)
+        verdict["seconds"] = round(time.perf_counter() - started, 3)
+        coverage = evidence_coverage(self.task, design, spec)
+        checked = None
+        if self.plan.llm_coverage:
+            checked = llm_coverage(
+                judge, self.task, design, spec, record.thread_id, self.plan.judge_attempts
+            )
+        write_json_atomic(
+            out / "judge.json", {"judge": verdict, "coverage": coverage, "coverage_llm": checked}
+        )
+        usage = info.get("usage") or {}
+        return {
+            "key": run.key,
+            "thread_id": record.thread_id,
+            "condition": {
+                "memory_mode": run.memory_mode,
+                "template": run.template,
+                "token_budget": run.budget,
+                "seed": run.seed,
+            },
+            "task": info.get("task"),
+            "settings": info.get("settings"),
+            "status": info.get("status"),
+            "turns": info.get("turns"),
+            "wall_seconds": info.get("wall_seconds"),
+            "usage": {"total": usage.get("total"), "by_kind": usage.get("by_kind")},
+            "spec_valid": info.get("spec_valid"),
+            "coverage": coverage,
+            "coverage_llm": checked,
+            "judge": verdict,
+            "out_dir": str(out),
+            "finished_at": datetime.now().isoformat(timespec="seconds"),
+        }
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ""

@@ -1,0 +1,153 @@
+"""Structured answers from any chat model, accounted, with tolerant parsing and retries.
+
+The answer is asked as JSON following a schema. Where the backend can enforce the schema it
+does (Ollama `format`, a llama.cpp grammar: `ima.models.json_constrained`); a model with
+tool calling goes through `with_structured_output`; anything else answers in text and the
+JSON is found in it tolerantly. An answer that still cannot be used is retried with the
+problem named, and after the last attempt the caller records a failure: never a guess.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import Runnable, RunnableLambda
+from pydantic import BaseModel
+
+from ima import prompts
+from ima.graph.state import CallUsage
+from ima.models import json_constrained
+from ima.models.calls import call_model
+
+RETRY_MARKER = "<!-- retry -->"
+# llama.cpp's default completion limit is too short for a five-criteria verdict.
+EMBEDDED_MAX_TOKENS = 1024
+
+T = TypeVar("T")
+
+
+class AnswerError(ValueError):
+    """An answer that cannot be used, with the reason shown to the model on retry."""
+
+
+def prompt_parts(name: str, **fields: object) -> tuple[str, Callable[[str], str]]:
+    """The prompt file's main text, filled, and a filler for its retry part."""
+    main, _, retry = prompts.load(name).partition(RETRY_MARKER)
+    return main.strip().format_map(fields), lambda error: retry.strip().format_map(
+        {**fields, "error": error}
+    )
+
+
+def zero_usage() -> CallUsage:
+    return CallUsage(input_tokens=0, output_tokens=0, calls=0, seconds=0.0, estimated_calls=0)
+
+
+def add_usage(a: CallUsage, b: CallUsage) -> CallUsage:
+    return CallUsage(**{k: a[k] + b[k] for k in a})  # type: ignore[literal-required,typeddict-item]
+
+
+def _as_message(out: dict[str, Any]) -> AIMessage:
+    """`with_structured_output(include_raw=True)` output -> a message call_model can account."""
+    raw, parsed = out.get("raw"), out.get("parsed")
+    if isinstance(parsed, BaseModel):
+        content = parsed.model_dump_json()
+    elif parsed is not None:
+        content = json.dumps(parsed)
+    elif isinstance(raw, AIMessage) and raw.tool_calls:
+        content = json.dumps(raw.tool_calls[0]["args"])
+    else:
+        content = str(getattr(raw, "content", "") or "")
+    usage = getattr(raw, "usage_metadata", None)
+    return AIMessage(content=content, usage_metadata=usage) if usage else AIMessage(content)
+
+
+def structured_runnable(
+    model: BaseChatModel, schema_model: type[BaseModel], json_schema: dict[str, Any]
+) -> Runnable:
+    """`model` set up to answer with JSON following the schema, as well as it supports."""
+    constrained = json_constrained(model, json_schema)
+    if constrained is not model:
+        if type(model).__name__ == "EmbeddedChatModel":
+            return constrained.bind(max_tokens=EMBEDDED_MAX_TOKENS)
+        return constrained
+    try:
+        structured = model.with_structured_output(schema_model, include_raw=True)
+    except (NotImplementedError, ValueError, TypeError):
+        return model  # no tool calling: plain text, parsed tolerantly
+    return structured | RunnableLambda(_as_message)
+
+
+def extract_json(text: str) -> Any:
+    """The JSON value in a model's answer: fenced, surrounded by prose, or with trailing commas."""
+    body = re.sub(r"^\s*```(?:json)?\s*|\s*```\s*$", "", text.strip())
+    if "{" not in body and "[" not in body:
+        raise AnswerError("no JSON object found")
+    candidates = [body]
+    start, end = body.find("{"), body.rfind("}")
+    if 0 <= start < end:
+        candidates.append(body[start : end + 1])
+    for candidate in list(candidates):
+        candidates.append(re.sub(r",\s*([}\]])", r"\1", candidate))
+    error = "no JSON object found"
+    for candidate in candidates:
+        try:
+            return json.loads(candidate)
+        except json.JSONDecodeError as exc:
+            error = f"not parseable JSON ({exc.msg} at character {exc.pos})"
+    raise AnswerError(error)
+
+
+@dataclass
+class Outcome:
+    """What a structured call produced: the parsed value, or the reason it failed."""
+
+    value: Any = None
+    attempts: int = 0
+    error: str = ""
+    answers: list[str] = field(default_factory=list)
+    usage: CallUsage = field(default_factory=zero_usage)
+
+    @property
+    def ok(self) -> bool:
+        return not self.error
+
+
+def ask_structured(
+    model: BaseChatModel,
+    schema_model: type[BaseModel],
+    json_schema: dict[str, Any],
+    prompt: str,
+    retry_prompt: Callable[[str], str],
+    parse: Callable[[str], T],
+    metadata: dict[str, Any],
+    max_attempts: int = 3,
+) -> Outcome:
+    """Ask, parse, and on an unusable answer ask again showing the problem.
+
+    Model failures (network, timeouts) propagate: they are not verdicts. Every attempt's
+    tokens are accounted under `metadata["ima_kind"]`.
+    """
+    runnable = structured_runnable(model, schema_model, json_schema)
+    outcome = Outcome()
+    messages: list[BaseMessage] = [HumanMessage(prompt)]
+    for attempt in range(1, max_attempts + 1):
+        text, usage = call_model(runnable, messages, {**metadata, "ima_attempt": attempt})
+        outcome.attempts, outcome.usage = attempt, add_usage(outcome.usage, usage)
+        outcome.answers.append(text)
+        try:
+            outcome.value, outcome.error = parse(text), ""
+            return outcome
+        except AnswerError as exc:
+            outcome.error = str(exc)
+        messages = [
+            HumanMessage(prompt),
+            AIMessage(text),
+            HumanMessage(retry_prompt(outcome.error)),
+        ]
+    return outcome

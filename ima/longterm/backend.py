@@ -1,0 +1,59 @@
+"""The default backend: a SqliteStore on a file (runs/memory.sqlite beside the runs
+database) plus the revision table in the same file, each on its own connection."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from langgraph.store.sqlite import SqliteStore
+
+from ima.longterm.errors import MemoryUnavailable
+from ima.longterm.revisions import SqliteRevisionLog, register
+
+
+def _connect(path: Path, timeout: float) -> sqlite3.Connection:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # SqliteStore needs autocommit (it issues its own BEGIN/COMMIT); WAL lets readers run
+    # beside a writer, the busy timeout lets several processes share the file.
+    conn = sqlite3.connect(path, timeout=timeout, check_same_thread=False, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")  # also fails fast on a file that is not SQLite
+        conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+    except sqlite3.Error:
+        conn.close()
+        raise
+    return conn
+
+
+@dataclass
+class SqliteBackend:
+    path: Path
+    store: SqliteStore
+    revisions: SqliteRevisionLog
+
+    def close(self) -> None:
+        for conn in (self.store.conn, self.revisions.conn):
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
+
+
+def open_sqlite(path: str | Path, timeout: float = 30.0) -> SqliteBackend:
+    """Open (creating if needed) the store file; MemoryUnavailable if it cannot be used."""
+    path = Path(path)
+    opened: list[sqlite3.Connection] = []
+    try:
+        opened.append(_connect(path, timeout))
+        opened.append(_connect(path, timeout))
+        store = SqliteStore(opened[0])
+        store.setup()
+        revisions = SqliteRevisionLog(opened[1])
+    except (OSError, sqlite3.Error) as exc:
+        for conn in opened:
+            conn.close()
+        reason = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise MemoryUnavailable(f"cannot open long-term memory store {path}: {reason}") from None
+    register(store, revisions)
+    return SqliteBackend(path, store, revisions)

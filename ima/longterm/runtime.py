@@ -1,0 +1,185 @@
+"""The integration points the runner and the setup node call. Each one turns a store
+failure into a report ("unavailable: why") so the run goes on without long-term memory
+and says so; none of them ever puts memory contents in a report or a log.
+
+- `open_long_term(settings, db)`  (runner, around a run): opens the hub; its `.store`
+  goes to `compile_graph(..., store=...)`; `.learn(thread, values)` after the run ends.
+- `load_starting_memory(settings, roles, runtime.store)`  (setup node): starting texts
+  per role and the report of what was loaded.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langgraph.store.base import BaseStore
+
+from ima.errors import UserError
+from ima.longterm.errors import LongTermError
+from ima.longterm.hub import Clock, MemoryHub
+from ima.longterm.namespaces import resolve_principal
+from ima.longterm.pipeline import Drafter, RunOutcome, learn, rule_drafter
+from ima.longterm.policy import PolicySet, load_policy
+from ima.longterm.retrieval import starting_memory
+
+log = logging.getLogger(__name__)
+STORE_FILE = "memory.sqlite"
+FINISHED = ("finalized", "turn_cap", "failed")
+
+
+@dataclass(frozen=True)
+class LongTermConfig:
+    """The long-term settings of a run, read from RunContext fields when they exist."""
+
+    enabled: bool = True
+    principal: str = ""  # empty: IMA_PRINCIPAL, else the OS user
+    store_path: str = ""  # empty: IMA_MEMORY_STORE, else memory.sqlite beside the runs DB
+    budget_tokens: int = 300
+    policy_path: str = ""
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> LongTermConfig:
+        return cls(
+            enabled=bool(getattr(settings, "long_term", True)),
+            principal=str(getattr(settings, "principal", "") or ""),
+            store_path=str(getattr(settings, "memory_store", "") or ""),
+            budget_tokens=int(getattr(settings, "long_term_budget", 300)),
+            policy_path=str(getattr(settings, "long_term_policy", "") or ""),
+        )
+
+    def principal_id(self) -> str:
+        return resolve_principal(self.principal)
+
+    def policies(self) -> PolicySet:
+        return load_policy(self.policy_path)
+
+
+def store_path(configured: str = "", db: Path | None = None) -> Path:
+    """Where the SQLite store lives: explicit, IMA_MEMORY_STORE, or beside the runs DB."""
+    if configured:
+        return Path(configured)
+    if os.environ.get("IMA_MEMORY_STORE"):
+        return Path(os.environ["IMA_MEMORY_STORE"])
+    if db is None:
+        db = Path(os.environ.get("IMA_DB") or Path("runs") / "ima.sqlite")
+    return db.parent / STORE_FILE
+
+
+def check_settings(settings: Any) -> None:
+    """Fail before a run exists on a bad principal or policy file (UserError)."""
+    config = LongTermConfig.from_settings(settings)
+    if not config.enabled:
+        return
+    config.principal_id()
+    config.policies()
+    if config.budget_tokens < 0:
+        raise UserError("long-term budget must be >= 0 (--long-term-budget)")
+
+
+def _unavailable(reason: str) -> dict[str, Any]:
+    return {
+        "enabled": True,
+        "available": False,
+        "reason": reason,
+        "note": f"long-term memory unavailable ({reason}): this run goes on without it",
+    }
+
+
+class LongTermSession:
+    """A run's handle on long-term memory; `hub` is None when it is off or unavailable."""
+
+    def __init__(self, hub: MemoryHub | None, status: dict[str, Any]) -> None:
+        self.hub = hub
+        self.status = status  # enabled / available / reason / note: for the run record
+
+    @property
+    def store(self) -> BaseStore | None:
+        return self.hub.store if self.hub else None
+
+    @property
+    def note(self) -> str:
+        """A line to show the user when long-term memory is not in use ("" when it is)."""
+        return str(self.status.get("note", ""))
+
+    def learn(
+        self, thread_id: str, values: Mapping[str, Any], drafter: Drafter = rule_drafter
+    ) -> dict[str, Any]:
+        """Draft, screen and merge the finished run's lessons; a report, never an exception
+        (a store failure after the run must not fail the run)."""
+        if self.hub is None:
+            return dict(self.status)
+        status = str(values.get("status", ""))
+        if status not in FINISHED:
+            return {**self.status, "learned": False, "reason": f"run not finished ({status})"}
+        try:
+            report = learn(self.hub, RunOutcome.from_values(thread_id, values), drafter)
+        except LongTermError as exc:
+            log.warning("long-term memory: learning from %s failed: %s", thread_id, exc)
+            return _unavailable(str(exc)) | {"learned": False}
+        return {**self.status, "learned": True, **report.as_dict()}
+
+    def close(self) -> None:
+        if self.hub:
+            self.hub.close()
+
+
+def open_session(
+    settings: Any, db: Path | None = None, *, clock: Clock | None = None, timeout: float = 30.0
+) -> LongTermSession:
+    config = LongTermConfig.from_settings(settings)
+    if not config.enabled:
+        return LongTermSession(None, {"enabled": False, "note": "long-term memory off"})
+    path = store_path(config.store_path, db)
+    try:
+        kwargs: dict[str, Any] = {"policies": config.policies(), "timeout": timeout}
+        if clock:
+            kwargs["clock"] = clock
+        hub = MemoryHub.open(path, config.principal_id(), **kwargs)
+    except (LongTermError, UserError) as exc:
+        log.warning("long-term memory unavailable: %s", exc)
+        return LongTermSession(None, _unavailable(str(exc)))
+    return LongTermSession(hub, {"enabled": True, "available": True, "store": str(path)})
+
+
+@contextmanager
+def open_long_term(
+    settings: Any, db: Path | None = None, **kwargs: Any
+) -> Iterator[LongTermSession]:
+    """The session for one run (`with open_long_term(settings, db) as lt:`)."""
+    session = open_session(settings, db, **kwargs)
+    try:
+        yield session
+    finally:
+        session.close()
+
+
+def load_starting_memory(
+    settings: Any,
+    roles: Sequence[str],
+    store: BaseStore | None,
+    *,
+    clock: Clock | None = None,
+) -> tuple[dict[str, str], dict[str, Any]]:
+    """For the setup node: (starting memory text per role, report for the run record).
+    Uses the graph's store (`runtime.store`); without one, long-term memory is not used."""
+    config = LongTermConfig.from_settings(settings)
+    if not config.enabled:
+        return {}, {"enabled": False}
+    if store is None:
+        return {}, _unavailable("no store attached to the graph")
+    try:
+        kwargs: dict[str, Any] = {"policies": config.policies()}
+        if clock:
+            kwargs["clock"] = clock
+        hub = MemoryHub(store, config.principal_id(), **kwargs)
+        result = starting_memory(hub, roles, config.budget_tokens)
+    except (LongTermError, UserError) as exc:
+        log.warning("long-term memory unavailable at run start: %s", exc)
+        return {}, _unavailable(str(exc))
+    return result.texts, result.report
