@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import jsonschema
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 
@@ -68,10 +69,15 @@ def test_real_call_returns_text_and_usage(model: EmbeddedChatModel) -> None:
 
 @pytest.mark.model
 def test_same_seed_temperature_zero_is_deterministic(model: EmbeddedChatModel) -> None:
-    other = [HumanMessage(content="Write a haiku about rivers.")]
-    first = model.invoke(other).content
-    model.invoke(QUESTION)  # a different call in between moves the KV cache
-    assert model.invoke(other).content == first
+    # Two prompts sharing a long system prompt: with llama-cpp-python's stock prefix
+    # reuse, the repeat of `clean` is evaluated in different batches and its greedy
+    # output changed (checked on this model); block-aligned reuse must keep it identical.
+    planner = SystemMessage(content="You are the planner agent of a data pipeline team. " * 10)
+    clean = [planner, HumanMessage(content="List three steps to clean a CSV file.")]
+    join = [planner, HumanMessage(content="Explain what a join is in one paragraph.")]
+    first = model.invoke(clean).content
+    model.invoke(join)
+    assert model.invoke(clean).content == first
 
 
 @pytest.mark.model
@@ -81,13 +87,12 @@ def test_response_format_schema_gives_valid_json(model: EmbeddedChatModel) -> No
         "properties": {"colour": {"type": "string"}, "count": {"type": "integer"}},
         "required": ["colour", "count"],
     }
-    bound = model.bind(response_format={"type": "json_object", "schema": schema})
+    # Room for the whole object: truncated JSON would not parse.
+    bound = model.bind(response_format={"type": "json_object", "schema": schema}, max_tokens=64)
     reply = bound.invoke(
         [HumanMessage(content="Reply in JSON with a colour and how many letters it has.")]
     )
-    data = json.loads(str(reply.content))
-    assert isinstance(data["colour"], str)
-    assert isinstance(data["count"], int)
+    jsonschema.validate(json.loads(str(reply.content)), schema)
 
 
 @pytest.mark.model

@@ -8,6 +8,7 @@ once into a cache directory.
 
 from __future__ import annotations
 
+import atexit
 import copy
 import functools
 import hashlib
@@ -64,8 +65,8 @@ class ModelSetupError(UserError):
 
 
 def default_cache_dir() -> Path:
-    env = os.environ.get("IMA_CACHE_DIR")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "ima" / "models"
+    env = os.environ.get("IMA_CACHE_DIR")  # the root of all of ima's caches
+    return (Path(env).expanduser() if env else Path.home() / ".cache" / "ima") / "models"
 
 
 def _part_files() -> list[Path]:
@@ -191,7 +192,8 @@ def _aligned_llama_class() -> type[Llama]:
     llama.cpp gives slightly different floats for a token depending on the batch it was
     evaluated in. llama-cpp-python reuses the KV cache for any common prefix, so the same
     prompt evaluated after a different call is split differently and greedy decoding can
-    flip a near-tie (seen: 2 of 12 calls differed). Here reuse only covers whole
+    flip a near-tie (measured: 15 of 63 shuffled agent calls differed from a fresh
+    evaluation; with this class 0 of 63). Here reuse only covers whole
     BLOCK-sized chunks of an earlier *prompt* (never the token-by-token completion), so
     every prompt token is computed exactly as in a fresh evaluation.
 
@@ -208,9 +210,9 @@ def _aligned_llama_class() -> type[Llama]:
         def generate(self, tokens: Sequence[int], *args: Any, **kwargs: Any) -> Any:
             tokens = list(tokens)
             # Keep at least one prompt token to evaluate so the logits are fresh.
-            limit = min(self._safe, self.n_tokens, len(tokens) - 1)
+            limit = max(0, min(self._safe, self.n_tokens, len(tokens) - 1))
             diff = np.flatnonzero(self.input_ids[:limit] != np.asarray(tokens[:limit]))
-            common = int(diff[0]) if diff.size else max(limit, 0)
+            common = int(diff[0]) if diff.size else limit
             self.n_tokens = common - common % BLOCK
             self._safe = len(tokens) - len(tokens) % BLOCK
             return super().generate(tokens, *args, **kwargs)
@@ -241,6 +243,17 @@ class _Shared:
 
 _SHARED: dict[tuple[str, int], _Shared] = {}
 _SHARED_LOCK = threading.Lock()
+
+
+@atexit.register
+def _close_shared() -> None:
+    # Free the contexts while llama_cpp's module globals still exist: left to
+    # interpreter teardown, Llama.__del__ prints "Exception ignored ... 'NoneType'".
+    with _SHARED_LOCK:
+        for shared in _SHARED.values():
+            if shared.lock.acquire(timeout=5):  # a daemon thread may still be mid-call
+                shared.llama.close()
+        _SHARED.clear()
 
 
 def _shared_llama(model_path: str, n_ctx: int, n_threads: int | None) -> _Shared:
