@@ -142,7 +142,7 @@ def ablation_boxplot(all_cells: list[Cell], path: Path) -> str | None:
         if cell.budget not in seen:
             seen.add(cell.budget)
             groups.append((f"baseline\nb{cell.budget}", cell.baseline))
-        groups.append((f"{cell.template}\nb{cell.budget}", cell.intrinsic))
+        groups.append((f"intrinsic/{cell.template}\nb{cell.budget}", cell.intrinsic))
     colors = [
         COLORS["baseline"] if label.startswith("baseline") else EXTRA_COLORS[i % len(EXTRA_COLORS)]
         for i, (label, _) in enumerate(groups)

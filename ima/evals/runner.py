@@ -125,7 +125,8 @@ def check_compatible(old: dict[str, Any], new: dict[str, Any], directory: Path) 
             f"task {old['task']['id']} v{old['task']['version']} ({old['task']['fingerprint']}) "
             f"vs {new['task']['id']} v{new['task']['version']} ({new['task']['fingerprint']})"
         )
-    for key in sorted(set(old["settings"]) | set(new["settings"])):
+    # Settings both records know (a setting added by a newer ima version is no conflict).
+    for key in sorted(set(old["settings"]) & set(new["settings"])):
         if key == "call_timeout":
             continue  # a timeout does not change results
         if old["settings"].get(key) != new["settings"].get(key):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +29,25 @@ def _connect(path: Path, timeout: float) -> sqlite3.Connection:
     return conn
 
 
+@contextlib.contextmanager
+def _setup_lock(path: Path) -> Iterator[None]:
+    """SqliteStore.setup() reads the schema version, then migrates (ALTER TABLE ...), so two
+    processes opening a new file at once can both migrate and one fails. A lock on a
+    sidecar file serialises first opens across threads and processes (flock is held per
+    open file, so two threads of one process exclude each other too)."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: first opens are not serialised
+        yield
+        return
+    with open(path.with_name(path.name + ".lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 @dataclass
 class SqliteBackend:
     path: Path
@@ -48,8 +68,9 @@ def open_sqlite(path: str | Path, timeout: float = 30.0) -> SqliteBackend:
         opened.append(_connect(path, timeout))
         opened.append(_connect(path, timeout))
         store = SqliteStore(opened[0])
-        store.setup()
-        revisions = SqliteRevisionLog(opened[1])
+        with _setup_lock(path):
+            store.setup()
+            revisions = SqliteRevisionLog(opened[1])
     except (OSError, sqlite3.Error) as exc:
         for conn in opened:
             conn.close()

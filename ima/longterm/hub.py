@@ -18,6 +18,7 @@ from langgraph.store.base import BaseStore
 
 from ima.errors import UserError
 from ima.longterm.errors import (
+    InvalidToken,
     LongTermError,
     MemoryUnavailable,
     Refused,
@@ -46,6 +47,14 @@ Clock = Callable[[], float]
 T = TypeVar("T")
 DOC_KEY = "doc"
 _ITEM_ID = re.compile(r"[0-9a-f]{4,10}")
+
+
+def _valid(token: str) -> bool:
+    try:
+        safe_token(token)
+    except InvalidToken:
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -225,7 +234,13 @@ class MemoryHub:
             lambda: self._store.list_namespaces(prefix=prefix, max_depth=4, limit=10000)
         )
         roles = sorted({ns[3] for ns in found if len(ns) == 4 and tuple(ns[:3]) == prefix})
-        return [private(r) for r in roles] + [SHARED]
+        scopes = [private(r) for r in roles if _valid(r)]  # skip anything planted oddly
+        # Some stores list a namespace once it was merely read: keep scopes with a document.
+        heads = [
+            self._guard(lambda s=s: self._log.head(namespace(self.principal, s), DOC_KEY))
+            for s in scopes
+        ]
+        return [s for s, h in zip(scopes, heads, strict=True) if h is not None] + [SHARED]
 
     def entries(self, scopes: list[Scope] | None = None) -> list[Entry]:
         now = self.now()
@@ -254,8 +269,9 @@ class MemoryHub:
 
     def merge(self, scope: Scope, candidates: list[Candidate]) -> MergeStats:
         """Merge screened candidates into `scope` (a conditional write, retried on conflict)."""
-        for cand in candidates:
-            ensure_clean(cand.text)
+        for cand in candidates:  # provenance is stored too, so it is screened too
+            for text in (cand.text, cand.thread, *cand.agents):
+                ensure_clean(text)
         result: list[MergeStats] = []
 
         def change(doc: ScopeDoc) -> bool:
@@ -268,7 +284,7 @@ class MemoryHub:
     def add_fact(self, text: str, role: str | None = None) -> Entry:
         """A fact the user states: explicit, so it may mature at once (policy)."""
         scope = private(role) if role else SHARED
-        text = ensure_clean(clean_text(text))
+        text = ensure_clean(clean_text(ensure_clean(text)))  # raw and cleaned: both screened
         if not text:
             raise UserError("the fact is empty")
         cand = Candidate(text, "user", 0, ("user",), "user", "user")
@@ -279,7 +295,7 @@ class MemoryHub:
     def edit(self, item_id: str, text: str) -> Entry:
         """Correct an item: the new text is a user statement that supersedes the old item,
         which stays (retired) so `why` can show what was corrected."""
-        text = ensure_clean(clean_text(text))
+        text = ensure_clean(clean_text(ensure_clean(text)))
         if not text:
             raise UserError("the new text is empty: use `ima memory forget` to remove an item")
         entry = self.find(item_id)

@@ -49,9 +49,8 @@ def merge(doc: ScopeDoc, candidates: list[Candidate], policy: Policy, now: float
         if item is None:
             item = doc.items[fresh.id] = fresh
             stats.added += 1
-        elif cand.source == "user" and item.source != "user":
+        elif cand.source == "user":
             item.source = "user"  # a user confirming a learned lesson makes it explicit
-            stats.supported += 1
         support = Support(cand.thread, cand.turn, list(cand.agents), now, cand.status)
         if item.add_support(support):
             stats.supported += item is not fresh

@@ -55,7 +55,7 @@ def default_principal() -> str:
 def resolve_principal(configured: str | None) -> str:
     """The run's principal: the configured one (validated), else `default_principal()`."""
     if configured:
-        return safe_token(configured, "principal")
+        return safe_token(configured, "principal (IMA_PRINCIPAL or `principal` in ima.toml)")
     return default_principal()
 
 
@@ -70,6 +70,9 @@ class Scope:
         if self.kind not in KINDS:
             raise InvalidToken(f"unknown memory kind {self.kind!r}: use {', '.join(KINDS)}")
         safe_token(self.token, "scope")
+        fixed = {"shared": SHARED_SCOPE, "audit": AUDIT_SCOPE}.get(self.kind)
+        if fixed and self.token != fixed:  # one shared scope and one audit log per principal
+            raise InvalidToken(f"the {self.kind} memory has the one scope {fixed!r}")
 
     @property
     def label(self) -> str:

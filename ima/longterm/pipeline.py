@@ -19,7 +19,7 @@ from ima.longterm.hub import MemoryHub
 from ima.longterm.merge import Candidate
 from ima.longterm.namespaces import SHARED, private
 from ima.longterm.records import clean_text, text_key
-from ima.longterm.screening import findings
+from ima.longterm.screening import ensure_clean, findings
 
 log = logging.getLogger(__name__)
 
@@ -142,12 +142,16 @@ def learn(hub: MemoryHub, outcome: RunOutcome, drafter: Drafter = rule_drafter) 
     """Draft, screen and merge one run's lessons. Idempotent per thread: learning the same
     run twice adds no support (support counts distinct runs)."""
     report = LearnReport(outcome.thread, outcome.status)
+    ensure_clean(outcome.thread)  # provenance is stored: a thread name is screened too
+    scopes = {role: private(role) for role in outcome.memories}  # all valid before any write
     limit = hub.policies.limits.max_candidates
     by_key: dict[str, list[Candidate]] = {}
     for role, (text, turn) in sorted(outcome.memories.items()):
-        scope = private(role)  # validates the role token before anything is drafted
+        scope = scopes[role]
         kept: list[Candidate] = []
-        for lesson in drafter(role, text, outcome.status)[:limit]:
+        for lesson in drafter(role, text, outcome.status):
+            if len(kept) >= limit:  # refused lessons do not use up the per-run cap
+                break
             problems = findings(lesson)
             if problems:  # counted by kind; the text itself goes nowhere
                 for kind in problems:

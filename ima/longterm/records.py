@@ -91,7 +91,7 @@ class ScopeDoc:
 
 
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
-_MARKUP = re.compile(r"[*_`~]+")
+_MARKUP = re.compile(r"(?<!\w)[*_`~]+|[*_`~]+(?!\w)")  # emphasis marks, not snake_case
 _TRAILING = re.compile(r"[\s.;,!]+$")
 
 

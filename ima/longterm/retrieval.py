@@ -93,8 +93,9 @@ def starting_memory(hub: MemoryHub, roles: Sequence[str], budget_tokens: int) ->
             "shared": [i.id for i in team],
             "tokens": count_tokens(texts[role]) if texts[role] else 0,
             "skipped_budget": over_budget,
-            "skipped_guardrail": (len(own_all) - min(len(own_all), limits.max_private))
-            + (len(team_all) - len(allowed_team[: limits.max_shared])),
+            "skipped_limit": max(len(own_all) - limits.max_private, 0)
+            + max(len(allowed_team) - limits.max_shared, 0),
+            "shared_shadowed": len(team_all) - len(allowed_team),  # the role's own belief wins
         }
     report = {
         "enabled": True,

@@ -120,9 +120,15 @@ class LongTermSession:
         try:
             report = learn(self.hub, RunOutcome.from_values(thread_id, values), drafter)
         except LongTermError as exc:
-            log.warning("long-term memory: learning from %s failed: %s", thread_id, exc)
+            log.info("long-term memory: learning from %s failed: %s", thread_id, exc)
             return _unavailable(str(exc)) | {"learned": False}
         return {**self.status, "learned": True, **report.as_dict()}
+
+    def run_record(self, values: Mapping[str, Any], learned: Mapping[str, Any]) -> dict[str, Any]:
+        """The run record's `long_term` block: what the run started with (the setup node's
+        report, or why long-term memory was not used) and what it learned."""
+        start = dict(values.get("long_term") or {}) if self.hub else dict(self.status)
+        return {"start": start, "learned": dict(learned)}
 
     def close(self) -> None:
         if self.hub:
@@ -134,7 +140,7 @@ def open_session(
 ) -> LongTermSession:
     config = LongTermConfig.from_settings(settings)
     if not config.enabled:
-        return LongTermSession(None, {"enabled": False, "note": "long-term memory off"})
+        return LongTermSession(None, {"enabled": False})  # the user's choice: no note
     path = store_path(config.store_path, db)
     try:
         kwargs: dict[str, Any] = {"policies": config.policies(), "timeout": timeout}
@@ -142,7 +148,7 @@ def open_session(
             kwargs["clock"] = clock
         hub = MemoryHub.open(path, config.principal_id(), **kwargs)
     except (LongTermError, UserError) as exc:
-        log.warning("long-term memory unavailable: %s", exc)
+        log.info("long-term memory unavailable: %s", exc)
         return LongTermSession(None, _unavailable(str(exc)))
     return LongTermSession(hub, {"enabled": True, "available": True, "store": str(path)})
 
@@ -180,6 +186,6 @@ def load_starting_memory(
         hub = MemoryHub(store, config.principal_id(), **kwargs)
         result = starting_memory(hub, roles, config.budget_tokens)
     except (LongTermError, UserError) as exc:
-        log.warning("long-term memory unavailable at run start: %s", exc)
+        log.info("long-term memory unavailable at run start: %s", exc)
         return {}, _unavailable(str(exc))
     return result.texts, result.report

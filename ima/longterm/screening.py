@@ -39,7 +39,7 @@ def _card(text: str) -> bool:
             d if i % 2 == 0 else (d * 2 - 9 if d * 2 > 9 else d * 2)
             for i, d in enumerate(reversed(digits))
         )
-        if total % 10 == 0 and len(set(digits)) > 2:
+        if total % 10 == 0 and len(set(digits)) > 1:
             return True
     return False
 
@@ -103,7 +103,7 @@ CHECKS: tuple[tuple[str, Check], ...] = (
         "instruction-like text",
         _pattern(
             r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+|the\s+)?(?:previous|prior|above|earlier)\b"
-            r"|\b(?:system|assistant)\s*:"
+            r"|(?-i:\b(?:SYSTEM|ASSISTANT)\s*:)|^\s*(?:system|assistant)\s*:"  # not "File system: HDFS"
             r"|\byou\s+are\s+now\b"
             r"|\b(?:replace|overwrite|erase)\s+(?:the\s+)?memory\b",
             re.IGNORECASE,

@@ -53,7 +53,7 @@ def item_status(item: Item, policy: Policy, now: float) -> ItemStatus:
         how = "corrected by" if item.superseded_why == "edit" else "superseded by the conflicting"
         return status("superseded", f"{how} item {item.superseded_by}")
     if item.source == "user" and policy.explicit_matures:
-        return status("mature", "stated by the user: mature at once")
+        return status("mature", "stated by the user")
     if recent < needed:
         return status(
             "provisional",

@@ -12,6 +12,7 @@ import os
 from functools import cache
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import Runnable, RunnableBinding
 
 from ima.errors import UserError
 
@@ -84,14 +85,19 @@ def _load(spec: str, seed: int, temperature: float, timeout: float, _host: str) 
         raise UserError(f"cannot load model {spec!r}: {str(exc).splitlines()[0]}") from None
 
 
-def json_constrained(model: BaseChatModel, schema: dict) -> BaseChatModel:
-    """`model` bound to emit JSON following `schema` where the backend can enforce it."""
-    from langchain_ollama import ChatOllama
+def _backend(model: Runnable) -> str:
+    """The chat model class behind `model`, also through `.bind(...)` wrappers."""
+    while isinstance(model, RunnableBinding):
+        model = model.bound
+    return type(model).__name__
 
-    if isinstance(model, ChatOllama):
-        return model.bind(format=schema)  # type: ignore[return-value]
-    if type(model).__name__ == "EmbeddedChatModel":  # llama.cpp grammar from the schema
-        return model.bind(response_format={"type": "json_object", "schema": schema})  # type: ignore[return-value]
+
+def json_constrained(model: Runnable, schema: dict) -> Runnable:
+    """`model` bound to emit JSON following `schema` where the backend can enforce it."""
+    if _backend(model) == "ChatOllama":
+        return model.bind(format=schema)
+    if _backend(model) == "EmbeddedChatModel":  # a llama.cpp grammar from the schema
+        return model.bind(response_format={"type": "json_object", "schema": schema})
     return model
 
 
@@ -109,3 +115,10 @@ def describe_model(model: BaseChatModel) -> str:
         return "scripted test model · deterministic · in this process"
     name = getattr(model, "model_name", None) or getattr(model, "model", "")
     return f"{kind} · {name}"
+
+
+def limit_output(model: BaseChatModel, max_tokens: int) -> BaseChatModel:
+    """A copy of `model` that stops after `max_tokens` output tokens, where the backend
+    supports it (small local models can ramble to their context limit)."""
+    field = {"ChatOllama": "num_predict", "EmbeddedChatModel": "max_tokens"}.get(_backend(model))
+    return model.model_copy(update={field: max_tokens}) if field else model

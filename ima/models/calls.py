@@ -11,6 +11,7 @@ from langchain_core.runnables import Runnable
 
 from ima.graph.state import CallUsage
 from ima.memory.tokens import count_tokens
+from ima.models import limit_output
 from ima.models.errors import TRANSIENT
 
 
@@ -18,8 +19,11 @@ def call_model(
     model: BaseChatModel | Runnable,
     messages: list[BaseMessage],
     metadata: dict[str, Any],
+    max_tokens: int | None = None,
 ) -> tuple[str, CallUsage]:
     """Invoke `model`; return its text and usage. `metadata` labels the call for tracing."""
+    if max_tokens and isinstance(model, BaseChatModel):
+        model = limit_output(model, max_tokens)
     started = time.perf_counter()
     retrying = model.with_retry(
         retry_if_exception_type=TRANSIENT, stop_after_attempt=3, wait_exponential_jitter=True

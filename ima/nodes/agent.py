@@ -86,7 +86,7 @@ def make_agent_node(task: Task, role_id: str, with_memory: bool) -> Callable[...
             "ima_last_voter": role_id == voters(schedule)[-1],
         }
         model = settings.chat_model()
-        text, usage = call_model(model, messages, metadata)
+        text, usage = call_model(model, messages, metadata, max_tokens=2 * settings.max_turn_words)
         turn = Turn(
             index=index,
             speaker=role_id,

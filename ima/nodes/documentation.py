@@ -17,7 +17,7 @@ from ima.graph.context import RunContext
 from ima.graph.state import CallUsage, FinalOutput, State
 from ima.graph.state import add_usage as _add
 from ima.memory.context import build_context
-from ima.models import json_constrained
+from ima.models import json_constrained, limit_output
 from ima.models.calls import call_model
 from ima.nodes.prompting import cached_count, sections, system_prompt
 from ima.tasks import Task
@@ -42,6 +42,9 @@ def parse_spec(text: str, schema: dict[str, Any]) -> tuple[dict[str, Any] | None
     return spec, f"at {where}: {error.message}"
 
 
+DOCUMENT_TOKENS = 900  # bounds each documentation call; the specification fits well within
+
+
 def make_documentation_node(task: Task) -> Callable[..., dict[str, Any]]:
     role_id = task.schedule.finalizer
     schema_text = json.dumps(task.output_schema, indent=2)
@@ -62,7 +65,7 @@ def make_documentation_node(task: Task) -> Callable[..., dict[str, Any]]:
             transcript=state["transcript"],
             budget=settings.token_budget,
         )
-        model = settings.chat_model()
+        model = limit_output(settings.chat_model(), DOCUMENT_TOKENS)
         usage: dict[str, dict[str, CallUsage]] = {}
 
         def call(runnable: Any, messages: list[Any], meta: dict[str, Any]) -> str:

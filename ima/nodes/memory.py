@@ -59,7 +59,9 @@ def make_memory_node(task: Task, role_id: str) -> Callable[..., dict[str, Any]]:
         ]
         model = settings.memory_chat_model()
         metadata = {"ima_kind": "memory_update", "ima_role": role_id, "ima_turn": latest["index"]}
-        text, usage = call_model(model, messages, metadata)
+        text, usage = call_model(
+            model, messages, metadata, max_tokens=2 * settings.max_memory_words
+        )
         update["usage"] = add_usage(update["usage"], {role_id: {"memory_update": usage}})
         if text:  # an empty rewrite would erase the memory: keep the previous version instead
             update["memories"] = {
