@@ -91,11 +91,11 @@ class RunContext:
         metadata={"description": "Random seed passed to the model, for reproducible runs."},
     )
     max_turn_words: int = field(
-        default_factory=lambda: _env("IMA_MAX_TURN_WORDS", 120),
+        default_factory=lambda: _env("IMA_MAX_TURN_WORDS", 80),
         metadata={"description": "Word limit asked of each agent turn."},
     )
     max_memory_words: int = field(
-        default_factory=lambda: _env("IMA_MAX_MEMORY_WORDS", 150),
+        default_factory=lambda: _env("IMA_MAX_MEMORY_WORDS", 100),
         metadata={"description": "Word limit asked of each memory rewrite."},
     )
     review: bool = field(

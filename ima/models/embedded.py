@@ -322,6 +322,8 @@ class EmbeddedChatModel(BaseChatModel):
     max_tokens: int = 400
     n_ctx: int = 4096
     seed: int = 0
+    # Small models loop without it; 1.1 is Ollama's default too.
+    repeat_penalty: float = 1.1
     n_threads: int | None = Field(default_factory=_cpu_count)
 
     @property
@@ -362,6 +364,7 @@ class EmbeddedChatModel(BaseChatModel):
             # Always pass the seed: without it llama-cpp-python derives a new seed from
             # the previous one, so sampled (temperature > 0) output would drift per call.
             "seed": self.seed,
+            "repeat_penalty": self.repeat_penalty,
             **kwargs,
         }
         if stop:
