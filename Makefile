@@ -31,3 +31,6 @@ test: lint
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
+
+bench: $(VENV)/.installed
+	$(BIN)/python -m benchmarks.run $(ARGS)

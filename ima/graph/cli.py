@@ -193,6 +193,14 @@ def run(
         bool,
         typer.Option("--approve", help="Review step on, approved automatically (for scripts)."),
     ] = False,
+    keep_history: Annotated[
+        bool,
+        typer.Option(
+            "--keep-history",
+            help="Keep every step's checkpoint after the run ends (for time travel); by "
+            "default a finished run keeps only its final state.",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Run a task: agents discuss in phases, vote, and the finaliser writes the design.
@@ -232,6 +240,7 @@ def run(
         out_root=out,
         thread_id=thread,
         brief=brief,
+        keep_history=keep_history,
     )
     if not as_json:
         console.print(

@@ -17,7 +17,7 @@ from ima.errors import UserError
 from ima.graph.builder import MEMORY_MODES, compile_graph
 from ima.graph.context import RunContext
 from ima.graph.outputs import run_record, write_outputs
-from ima.graph.storage import RunRecord, RunRegistry, open_checkpointer
+from ima.graph.storage import RunRecord, RunRegistry, compact_thread, open_checkpointer
 from ima.nodes.agent import build_turn_prompt
 from ima.nodes.schedule import initial_position
 from ima.tasks import Task, load_task
@@ -66,6 +66,7 @@ def create_run(
     out_root: Path,
     thread_id: str | None = None,
     brief: str = "",
+    keep_history: bool = False,
 ) -> RunRecord:
     """Validate everything and register a new run; nothing is written if anything is wrong."""
     task = load_task(task_ref)
@@ -89,6 +90,7 @@ def create_run(
             settings={**asdict(settings), "brief_override": bool(brief)},
             out_dir=str((out_root / thread_id).resolve()),
             pid=os.getpid(),
+            keep_history=keep_history,
         )
         registry.save(record)
         return record
@@ -145,6 +147,8 @@ def execute(
                     return dict(snapshot.values)
                 payload = Command(resume=reviewer(pending[0]))
             values = dict(snapshot.values)
+            if values.get("status") in FINISHED and not record.keep_history:
+                compact_thread(saver, graph, config)  # nothing left to resume: keep the end
         record.status = values.get("status", "running")
     except BaseException:
         record.status = "interrupted"

@@ -83,10 +83,26 @@ def add_usage(
     return out
 
 
+def last_write(current: Any, batches: Sequence[Any]) -> Any:
+    """Write-once values (brief, templates): the latest write wins."""
+    return batches[-1] if batches else current
+
+
+def sum_usage(
+    current: dict[str, dict[str, CallUsage]], batches: Sequence[dict[str, dict[str, CallUsage]]]
+) -> dict[str, dict[str, CallUsage]]:
+    out = current
+    for batch in batches:
+        out = add_usage(out, batch)
+    return out
+
+
 class InputState(TypedDict):
     """What a caller provides to start a run: nothing is required."""
 
-    brief: NotRequired[str]  # replaces the task's description for this run
+    # replaces the task's description for this run; a DeltaChannel like every value that is
+    # written once or summed, so checkpoints do not repeat it at every step
+    brief: NotRequired[Annotated[str, DeltaChannel(last_write, snapshot_frequency=_SNAPSHOT_EVERY)]]
 
 
 class State(InputState):
@@ -97,7 +113,9 @@ class State(InputState):
     memories: Annotated[
         dict[str, MemorySlot], DeltaChannel(merge_slots, snapshot_frequency=_SNAPSHOT_EVERY)
     ]
-    templates: dict[str, str]  # memory template text per role
+    templates: Annotated[  # memory template text per role
+        dict[str, str], DeltaChannel(last_write, snapshot_frequency=_SNAPSHOT_EVERY)
+    ]
     phase: str
     phase_round: int  # 1-based round within the current phase
     position: int  # index into the round's speaking order of the last speaker
@@ -105,5 +123,7 @@ class State(InputState):
     votes: dict[str, str]  # role -> ACCEPT | REJECT in the current consensus round
     consensus: bool
     status: RunStatus
-    usage: Annotated[dict[str, dict[str, CallUsage]], add_usage]
+    usage: Annotated[
+        dict[str, dict[str, CallUsage]], DeltaChannel(sum_usage, snapshot_frequency=_SNAPSHOT_EVERY)
+    ]
     final: FinalOutput

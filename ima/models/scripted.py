@@ -56,12 +56,13 @@ class ScriptedChatModel(BaseChatModel):
             "judge": self._judge,
             "requirement_check": self._requirement_check,
         }.get(kind, self._turn)(prompt, meta)
+        prompt_tokens, text_tokens = count_tokens(prompt), count_tokens(text)  # once each
         message = AIMessage(
             content=text,
             usage_metadata={
-                "input_tokens": count_tokens(prompt),
-                "output_tokens": count_tokens(text),
-                "total_tokens": count_tokens(prompt) + count_tokens(text),
+                "input_tokens": prompt_tokens,
+                "output_tokens": text_tokens,
+                "total_tokens": prompt_tokens + text_tokens,
             },
         )
         return ChatResult(generations=[ChatGeneration(message=message)])

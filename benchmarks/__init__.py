@@ -1,0 +1,1 @@
+"""Speed and scale benchmarks of the real graph (issue 7): `python -m benchmarks.run`."""
