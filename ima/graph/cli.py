@@ -19,6 +19,7 @@ from ima.graph.builder import compile_graph
 from ima.graph.context import RunContext
 from ima.graph.runner import Reviewer, create_run, execute, load_state, pending_review, resumable
 from ima.graph.storage import RunRecord, RunRegistry, default_db
+from ima.longterm.cli import memory_app
 from ima.models import describe_model
 from ima.models.errors import describe
 from ima.tasks import available_tasks, load_task, load_task_file
@@ -31,6 +32,7 @@ app = typer.Typer(
     add_completion=False,
     rich_markup_mode="rich",
 )
+app.add_typer(memory_app, name="memory")
 console = Console()
 err = Console(stderr=True, soft_wrap=True)  # errors stay on one line
 
@@ -201,6 +203,13 @@ def run(
             "default a finished run keeps only its final state.",
         ),
     ] = False,
+    long_term: Annotated[
+        bool | None,
+        typer.Option(
+            "--long-term/--no-long-term",
+            help="Start agents with their mature lessons from earlier runs and learn from this one (env IMA_LONG_TERM).",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Run a task: agents discuss in phases, vote, and the finaliser writes the design.
@@ -221,6 +230,7 @@ def run(
         "turn_cap": turn_cap,
         "seed": seed,
         "review": True if (review or approve) else None,
+        "long_term": long_term,
     }
     settings = RunContext(**{k: v for k, v in overrides.items() if v is not None})
     brief = ""

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ima.errors import UserError
+from ima.longterm.namespaces import default_principal
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -108,6 +109,40 @@ class RunContext:
     call_timeout: float = field(
         default_factory=lambda: _env("IMA_CALL_TIMEOUT", 600.0),
         metadata={"description": "Seconds before a model call is abandoned (then retried)."},
+    )
+
+    long_term: bool = field(
+        default_factory=lambda: _env("IMA_LONG_TERM", True),
+        metadata={
+            "description": "Long-term memory across runs: start each agent with its mature "
+            "lessons from earlier runs and learn from this one (env IMA_LONG_TERM; "
+            "--no-long-term turns it off)."
+        },
+    )
+    principal: str = field(
+        default_factory=lambda: _env("IMA_PRINCIPAL", "") or default_principal(),
+        metadata={
+            "description": "Whose long-term memory the run uses: a user or project id "
+            "(letters, digits, - and _); default the OS user (env IMA_PRINCIPAL)."
+        },
+    )
+    memory_store: str = field(
+        default_factory=lambda: _env("IMA_MEMORY_STORE", ""),
+        metadata={
+            "description": "SQLite file of long-term memory; empty: memory.sqlite beside the "
+            "runs database (env IMA_MEMORY_STORE)."
+        },
+    )
+    long_term_budget: int = field(
+        default_factory=lambda: _env("IMA_LONG_TERM_BUDGET", 300),
+        metadata={"description": "Tokens of long-term lessons each agent starts with, at most."},
+    )
+    long_term_policy: str = field(
+        default_factory=lambda: _env("IMA_LONG_TERM_POLICY", ""),
+        metadata={
+            "description": "TOML file with maturation, decay and retention thresholds per role "
+            "(env IMA_LONG_TERM_POLICY); empty: the defaults."
+        },
     )
 
     def __post_init__(self) -> None:

@@ -51,6 +51,9 @@ class LiveView:
         return f"{phase}turn {self.turns}/{self.cap} · {self.tokens:,} tokens · {doing}"
 
     def __call__(self, node: str, update: dict[str, Any]) -> None:
+        if node == "long_term":
+            self.console.print(f"[yellow]{update['note']}[/yellow]", highlight=False)
+            return
         for kinds in update.get("usage", {}).values():
             self.tokens += sum(u["input_tokens"] + u["output_tokens"] for u in kinds.values())
         if "phase" in update:

@@ -18,6 +18,7 @@ from ima.graph.builder import MEMORY_MODES, compile_graph
 from ima.graph.context import RunContext
 from ima.graph.outputs import run_record, write_outputs
 from ima.graph.storage import RunRecord, RunRegistry, compact_thread, open_checkpointer
+from ima.longterm import check_settings, open_long_term
 from ima.nodes.agent import build_turn_prompt
 from ima.nodes.schedule import initial_position
 from ima.tasks import Task, load_task
@@ -49,6 +50,7 @@ def validate_settings(task: Task, memory_mode: str, settings: RunContext, brief:
             f"token budget {settings.token_budget} is smaller than the task description and role "
             f"prompt ({needed} tokens): raise --budget to at least {needed + 256}"
         )
+    check_settings(settings)  # a bad principal or policy file fails before a run exists
     settings.chat_model()  # a bad model spec fails before a run exists
     settings.memory_chat_model()
 
@@ -120,8 +122,10 @@ def execute(
     record.pid, record.status = os.getpid(), "running"
     registry.save(record)
     try:
-        with open_checkpointer(db) as saver:
-            graph = compile_graph(task, record.memory_mode, checkpointer=saver)  # type: ignore[arg-type]
+        with open_checkpointer(db) as saver, open_long_term(record.run_context(), db) as lt:
+            if lt.note and listener:
+                listener("long_term", {"note": lt.note})
+            graph = compile_graph(task, record.memory_mode, checkpointer=saver, store=lt.store)  # type: ignore[arg-type]
             config: Any = {"configurable": {"thread_id": record.thread_id}}
             snapshot = graph.get_state(config)
             payload: Any = ({"brief": brief} if brief else {}) if not snapshot.values else None
@@ -147,6 +151,7 @@ def execute(
                     return dict(snapshot.values)
                 payload = Command(resume=reviewer(pending[0]))
             values = dict(snapshot.values)
+            long_term = lt.run_record(values, lt.learn(record.thread_id, values))
             if values.get("status") in FINISHED and not record.keep_history:
                 compact_thread(saver, graph, config)  # nothing left to resume: keep the end
         record.status = values.get("status", "running")
@@ -157,7 +162,9 @@ def execute(
         record.wall_seconds += time.perf_counter() - started
         registry.save(record)
         registry.close()
-    write_outputs(Path(record.out_dir), run_record(record, values), values)
+    write_outputs(
+        Path(record.out_dir), run_record(record, values) | {"long_term": long_term}, values
+    )
     return values
 
 

@@ -127,3 +127,4 @@ class State(InputState):
         dict[str, dict[str, CallUsage]], DeltaChannel(sum_usage, snapshot_frequency=_SNAPSHOT_EVERY)
     ]
     final: FinalOutput
+    long_term: dict[str, Any]  # what long-term memory the run started with (ids, counts)

@@ -16,7 +16,6 @@ from ima.longterm.revisions import SqliteRevisionLog, register
 
 
 def _connect(path: Path, timeout: float) -> sqlite3.Connection:
-    path.parent.mkdir(parents=True, exist_ok=True)
     # SqliteStore needs autocommit (it issues its own BEGIN/COMMIT); WAL lets readers run
     # beside a writer, the busy timeout lets several processes share the file.
     conn = sqlite3.connect(path, timeout=timeout, check_same_thread=False, isolation_level=None)
@@ -32,7 +31,8 @@ def _connect(path: Path, timeout: float) -> sqlite3.Connection:
 @contextlib.contextmanager
 def _setup_lock(path: Path) -> Iterator[None]:
     """SqliteStore.setup() reads the schema version, then migrates (ALTER TABLE ...), so two
-    processes opening a new file at once can both migrate and one fails. A lock on a
+    processes opening a new file at once can both migrate and one fails; switching a new
+    file to WAL can also report "locked" without waiting. A lock on a
     sidecar file serialises first opens across threads and processes (flock is held per
     open file, so two threads of one process exclude each other too)."""
     try:
@@ -65,10 +65,11 @@ def open_sqlite(path: str | Path, timeout: float = 30.0) -> SqliteBackend:
     path = Path(path)
     opened: list[sqlite3.Connection] = []
     try:
-        opened.append(_connect(path, timeout))
-        opened.append(_connect(path, timeout))
-        store = SqliteStore(opened[0])
-        with _setup_lock(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with _setup_lock(path):  # a new file's WAL switch and schema: one opener at a time
+            opened.append(_connect(path, timeout))
+            opened.append(_connect(path, timeout))
+            store = SqliteStore(opened[0])
             store.setup()
             revisions = SqliteRevisionLog(opened[1])
     except (OSError, sqlite3.Error) as exc:

@@ -10,6 +10,7 @@ from langgraph.runtime import Runtime
 
 from ima.graph.context import RunContext
 from ima.graph.state import MemorySlot, State
+from ima.longterm import load_starting_memory
 from ima.memory.templates import write_template
 from ima.nodes.schedule import initial_position
 from ima.tasks import Task
@@ -33,10 +34,18 @@ def make_setup_node(task: Task, with_memory: bool) -> Callable[..., dict[str, An
             templates[role_id], call = write_template(task, role_id, settings, brief)
             if call:
                 usage[role_id] = {"template_generation": call}
+        starting, long_term = load_starting_memory(settings, task.speakers, runtime.store)
         slots = {
-            r: MemorySlot(text="", template=settings.template, version=0, updated_turn=0)
+            r: MemorySlot(
+                text=starting.get(r, ""), template=settings.template, version=0, updated_turn=0
+            )
             for r in task.speakers
         }
-        return update | {"templates": templates, "memories": slots, "usage": usage}
+        return update | {
+            "templates": templates,
+            "memories": slots,
+            "usage": usage,
+            "long_term": long_term,
+        }
 
     return setup
