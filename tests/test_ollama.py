@@ -17,9 +17,9 @@ def meeting_responder(messages: list[dict[str, Any]], request: dict[str, Any]) -
     if "# Update your memory" in prompt:
         latest = prompt.split("## Your latest turn", 1)[1].split("\n", 2)[-1]
         return "## Notes\n- " + " ".join(latest.split()[:20])
-    if "start your answer with the word FINALIZE" in prompt:
+    if "Start your answer with the word FINALIZE" in prompt:
         return "FINALIZE. Everyone accepted."
-    if "must be exactly ACCEPT or REJECT" in prompt:
+    if "Start your answer with ACCEPT or REJECT" in prompt:
         return "**Accept.** The design meets my requirements."
     if "# Write the final documentation" in prompt:
         return "## Summary\nAgreed.\n\n## High-level plan\n1. Build.\n\n## Resource estimates\nOK."
