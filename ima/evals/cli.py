@@ -144,6 +144,14 @@ def eval_command(
             help="Also ask the judge model, per requirement, whether the design addresses it.",
         ),
     ] = False,
+    long_term: Annotated[
+        bool,
+        typer.Option(
+            "--long-term/--no-long-term",
+            help="Let runs learn from earlier runs through long-term memory. Off by default: "
+            "the paper's runs are independent, and the order of runs must not matter.",
+        ),
+    ] = False,
     out: Annotated[
         Path | None, typer.Option(help="Evaluation directory (default: evals/TASK).")
     ] = None,
@@ -172,6 +180,8 @@ def eval_command(
         return
     overrides = {"model": model, "memory_model": memory_model, "turn_cap": turn_cap}
     settings = RunContext(**{k: v for k, v in overrides.items() if v is not None})
+    if hasattr(settings, "long_term"):
+        settings.long_term = long_term
     templates = _split(template, str, "template") or (settings.template,)
     budgets = _split(budget, int, "budget") or (settings.token_budget,)
     task_def = load_task(task)
@@ -262,6 +272,7 @@ def _run(evaluation: Evaluation, done: int, total: int, cap: int) -> int:
                 f"[green]✓[/green] {label}: {_row_line(event.detail['row'])}", highlight=False
             )
             progress.advance(bar)
+            progress.doing = ""
         elif event.kind == "error":
             errors += 1
             progress.console.print(

@@ -137,6 +137,29 @@ def parse_verdict(text: str) -> JudgeVerdict:
     return JudgeVerdict(**found)
 
 
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z]{3,}", text.lower()))
+
+
+def verdict_warnings(rationales: dict[str, str], prompt: str) -> list[str]:
+    """Signs that a parsed verdict is not a real assessment (small models do this): the
+    rationales restate the criteria's definitions from the prompt, or repeat each other.
+    Such verdicts are still scored; the report counts them so readers can discount them."""
+    warnings = []
+    definitions = dict(re.findall(r"^- (\w+): (.+)$", prompt, re.MULTILINE))
+    restated = []
+    for metric, rationale in rationales.items():
+        words, definition = _words(rationale), _words(definitions.get(metric, ""))
+        if definition and words and len(words & definition) / len(words) >= 0.7:
+            restated.append(metric)
+    if restated:
+        warnings.append(f"rationales restate the criterion definitions ({', '.join(restated)})")
+    distinct = {" ".join(r.lower().split()) for r in rationales.values()}
+    if len(rationales) > 2 and len(distinct) <= len(rationales) // 2:
+        warnings.append("rationales repeat each other")
+    return warnings
+
+
 def judge_design(
     model: BaseChatModel,
     *,
@@ -155,6 +178,7 @@ def judge_design(
             "rationales": {},
             "attempts": 0,
             "error": "the run produced no design to judge",
+            "warnings": [],
             "answers": [],
             "usage": None,
         }
@@ -183,6 +207,9 @@ def judge_design(
         "rationales": {m: getattr(verdict, m).rationale for m in METRICS} if verdict else {},
         "attempts": outcome.attempts,
         "error": outcome.error,
+        "warnings": verdict_warnings({m: getattr(verdict, m).rationale for m in METRICS}, prompt)
+        if verdict
+        else [],
         # the unusable answers, kept so a failure can be inspected (cut to stay readable)
         "answers": [a[:2000] for a in outcome.answers] if not outcome.ok else [],
         "usage": outcome.usage,

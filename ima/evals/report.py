@@ -140,11 +140,20 @@ def _judge_failures(runs: list[dict[str, Any]]) -> int:
     return sum((r.get("judge") or {}).get("status") != "ok" for r in runs)
 
 
+def _judge_warnings(runs: list[dict[str, Any]]) -> int:
+    return sum(
+        bool((r.get("judge") or {}).get("warnings"))
+        for r in runs
+        if (r.get("judge") or {}).get("status") == "ok"
+    )
+
+
 def _scores(row: dict[str, Any]) -> str:
     verdict = row.get("judge") or {}
     if verdict.get("status") != "ok":
         return f"failed ({verdict.get('attempts', 0)} attempts)"
-    return "/".join(str(verdict["scores"][m]) for m in METRICS)
+    mark = " ⚠" if verdict.get("warnings") else ""
+    return "/".join(str(verdict["scores"][m]) for m in METRICS) + mark
 
 
 def _cov(row: dict[str, Any], field_name: str = "coverage") -> str:
@@ -165,7 +174,8 @@ def comparison_table(cell: Cell) -> Table:
             f"runs: baseline {len(cell.baseline)} ({_status_counts(cell.baseline)}), "
             f"intrinsic {len(cell.intrinsic)} ({_status_counts(cell.intrinsic)}) · "
             f"failed judge verdicts (excluded): {_judge_failures(cell.baseline)} baseline, "
-            f"{_judge_failures(cell.intrinsic)} intrinsic · "
+            f"{_judge_failures(cell.intrinsic)} intrinsic · degenerate-looking verdicts: "
+            f"{_judge_warnings(cell.baseline) + _judge_warnings(cell.intrinsic)} · "
             f"token ratio intrinsic/baseline {fmt_ratio(cell.token_ratio())} (paper +32%)"
         ),
     )
@@ -217,6 +227,15 @@ def _comparison_md(cell: Cell, plots: dict[str, str], requirements: dict[str, st
         f"Failed judge verdicts (excluded from the judge rows): baseline "
         f"{_judge_failures(cell.baseline)}, intrinsic {_judge_failures(cell.intrinsic)}."
     )
+    warned = _judge_warnings(cell.baseline) + _judge_warnings(cell.intrinsic)
+    if warned:
+        lines += [
+            "",
+            f"**Caution:** {warned} scored verdict(s) look degenerate (marked ⚠ under Runs: "
+            "their rationales restate the criteria or repeat each other), so the judge model "
+            "may not be assessing the designs; prefer a stronger --judge-model, and lean on "
+            "requirement coverage.",
+        ]
     lines += [
         "",
         f"**Token ratio intrinsic/baseline: {fmt_ratio(cell.token_ratio())}** (paper: 1.33, +32%).",
@@ -446,6 +465,11 @@ def _runs_md(rows: list[dict[str, Any]]) -> list[str]:
         body,
         "lllrrlrlrrrrl",
     )
+    warned = [r for r in rows if (r.get("judge") or {}).get("warnings")]
+    if warned:
+        lines += ["", "### Judge verdicts with warnings (scored, marked ⚠)", ""]
+        for r in warned:
+            lines.append(f"- `{r['thread_id']}`: {'; '.join(r['judge']['warnings'])}")
     failed = [r for r in rows if (r.get("judge") or {}).get("status") != "ok"]
     if failed:
         lines += ["", "### Failed judge verdicts", ""]

@@ -32,11 +32,10 @@ def _scripted(options: str, seed: int) -> BaseChatModel:
 
     fields = ScriptedChatModel.model_fields
     opts = parse_options(options)
-    unknown = sorted(set(opts) - {"delay", "reject_rounds", "bad_json", "inject"})
+    known = {"delay", "reject_rounds", "bad_json", "bad_judge", "inject"}
+    unknown = sorted(set(opts) - known)
     if unknown:
-        raise UserError(
-            f"unknown scripted option {unknown[0]!r}: use delay, reject_rounds, bad_json, inject"
-        )
+        raise UserError(f"unknown scripted option {unknown[0]!r}: use {', '.join(sorted(known))}")
     try:
         values = {k: fields[k].annotation(v) for k, v in opts.items()}  # type: ignore[misc]
     except ValueError as exc:

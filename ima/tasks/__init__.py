@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from ima.errors import UserError
 
 TASKS_DIR = Path(__file__).parent
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C parser when libyaml is there
 
 
 class Role(BaseModel):
@@ -132,7 +133,7 @@ def available_tasks() -> dict[str, Path]:
 
 def load_task_file(path: Path) -> Task:
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
     except FileNotFoundError:
         raise UserError(f"task file not found: {path}") from None
     except (OSError, UnicodeDecodeError) as exc:

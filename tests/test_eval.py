@@ -1,0 +1,298 @@
+"""`ima eval` end to end with the scripted model: runs, judge, store, resume, report, plots."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from ima.errors import UserError
+from ima.evals import runner as eval_runner
+from ima.evals.cli import eval_command
+from ima.evals.judge import METRICS
+from ima.evals.store import ResultsStore
+from ima.graph.runner import load_state
+from ima.graph.storage import RunRegistry
+from ima.models.scripted import ScriptedChatModel
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture
+def ima_eval(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """`ima eval ARGS` in-process, as the `ima` app would run it; returns the result."""
+    monkeypatch.chdir(tmp_path)  # no ./ima.toml from elsewhere
+    monkeypatch.setenv("COLUMNS", "160")
+    for name in ("IMA_MODEL", "IMA_TEMPLATE", "IMA_TOKEN_BUDGET", "IMA_TURN_CAP", "IMA_REVIEW"):
+        monkeypatch.delenv(name, raising=False)
+    app = typer.Typer()
+    app.command("eval")(eval_command)
+    app.command("noop")(lambda: None)  # keeps `eval` a subcommand, as in `ima`
+
+    def run(*args: str):
+        return CliRunner().invoke(app, ["eval", *args])
+
+    return run
+
+
+def rows(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+
+
+def test_two_pair_eval_writes_store_report_and_plots(ima_eval, tmp_path):
+    out = tmp_path / "ev"
+    result = ima_eval("--model", "scripted", "--pairs", "2", "--turn-cap", "8", "--out", str(out))
+    assert result.exit_code == 0, result.output
+
+    stored = rows(out)
+    assert sorted(r["key"] for r in stored) == [
+        "intrinsic/generic/b2048/s0",
+        "intrinsic/generic/b2048/s1",
+        "none/b2048/s0",
+        "none/b2048/s1",
+    ]
+    for row in stored:
+        assert row["status"] == "turn_cap" and row["turns"] == 8
+        assert row["settings"].get("long_term", False) is False  # runs stay independent
+        assert row["settings"].get("review", False) is False
+        assert row["judge"]["status"] == "ok" and row["judge"]["attempts"] == 1
+        assert all(1 <= row["judge"]["scores"][m] <= 10 for m in METRICS)
+        assert all(row["judge"]["rationales"][m] for m in METRICS)
+        assert row["judge"]["usage"]["calls"] == 1  # accounted, kind "judge"
+        assert row["coverage"]["checked"] == 12 and 0 <= row["coverage"]["score"] <= 1
+        assert row["usage"]["total"]["input_tokens"] > 0
+        assert (Path(row["out_dir"]) / "design.md").exists()
+        assert (Path(row["out_dir"]) / "judge.json").exists()
+        kinds = set(row["usage"]["by_kind"])
+        assert ("memory_update" in kinds) == (row["condition"]["memory_mode"] == "intrinsic")
+    # the scripted judge varies with the run, so the statistics are not degenerate
+    assert len({tuple(r["judge"]["scores"].values()) for r in stored}) == 4
+
+    config = json.loads((out / "config.json").read_text())
+    assert config["judge"]["model"] == "scripted" and config["settings"]["turn_cap"] == 8
+    report = (out / "report.md").read_text()
+    for text in (
+        "Token ratio intrinsic/baseline",
+        "p (rank-sum)",
+        "Requirement coverage, evidence (%)",
+        "Cost-effectiveness",
+        "data-pipeline-intrinsic-generic-b2048-s1",
+        "| turn_cap |",
+        "![Judge scores",
+    ):
+        assert text in report
+    for png in ("judge_scores.png", "objective.png"):
+        assert (out / png).read_bytes().startswith(PNG)
+    assert "Intrinsic memory vs baseline" in result.output  # the terminal table
+    assert "Judge mean" in result.output
+
+
+def test_report_only_reanalyses_without_running(ima_eval, tmp_path, monkeypatch):
+    out = tmp_path / "ev"
+    assert (
+        ima_eval(
+            "--model", "scripted", "--pairs", "1", "--turn-cap", "4", "--out", str(out)
+        ).exit_code
+        == 0
+    )
+    (out / "report.md").unlink()
+    (out / "judge_scores.png").unlink()
+
+    def no_runs(*args, **kwargs):
+        raise AssertionError("--report-only must not run anything")
+
+    monkeypatch.setattr(eval_runner, "execute", no_runs)
+    monkeypatch.setattr(eval_runner, "create_run", no_runs)
+    monkeypatch.setattr(eval_runner, "judge_design", no_runs)
+    result = ima_eval("--report-only", str(out))
+    assert result.exit_code == 0, result.output
+    assert (out / "report.md").exists() and (out / "judge_scores.png").exists()
+
+    missing = ima_eval("--report-only", str(tmp_path / "nothing"))
+    assert isinstance(missing.exception, UserError)
+
+
+def test_interrupted_eval_reruns_only_the_missing_runs(ima_eval, tmp_path, monkeypatch):
+    """Ctrl-C in the 4th run (mid-conversation): 3 runs are stored; the next invocation
+    resumes the interrupted thread from its checkpoint and runs nothing else again."""
+    out = tmp_path / "ev"
+    args = ("--model", "scripted", "--pairs", "2", "--turn-cap", "8", "--out", str(out))
+    real_execute = eval_runner.execute
+    calls: list[str] = []
+
+    def interrupting(record, db, listener=None, **kwargs):
+        calls.append(record.thread_id)
+        if len(calls) < 4:
+            return real_execute(record, db, listener, **kwargs)
+
+        def stop_at_turn_5(node, update):
+            if any(t["index"] >= 5 for t in update.get("transcript", [])):
+                raise KeyboardInterrupt
+
+        return real_execute(record, db, stop_at_turn_5, **kwargs)
+
+    monkeypatch.setattr(eval_runner, "execute", interrupting)
+    first = ima_eval(*args)
+    assert first.exit_code == 130, first.output
+    assert len(rows(out)) == 3
+    interrupted = calls[3]
+    registry = RunRegistry(out / "ima.sqlite")
+    record = registry.get(interrupted)
+    registry.close()
+    assert record.status == "interrupted"
+    assert len(load_state(record, out / "ima.sqlite")["transcript"]) == 5
+
+    calls.clear()
+    monkeypatch.setattr(
+        eval_runner,
+        "execute",
+        lambda *a, **k: (calls.append(a[0].thread_id), real_execute(*a, **k))[1],
+    )
+    second = ima_eval(*args)
+    assert second.exit_code == 0, second.output
+    assert calls == [interrupted]  # only the missing run, resumed
+    assert "resuming: 3 of 4 runs already stored" in second.output
+    stored = rows(out)
+    assert len(stored) == 4 and len({r["key"] for r in stored}) == 4
+    registry = RunRegistry(out / "ima.sqlite")
+    transcript = load_state(registry.get(interrupted), out / "ima.sqlite")["transcript"]
+    registry.close()
+    assert [t["index"] for t in transcript] == list(range(1, 9))  # continued, not restarted
+
+    calls.clear()
+    third = ima_eval(*args)  # everything stored: nothing runs, the report is rewritten
+    assert third.exit_code == 0 and calls == []
+
+
+def test_a_run_whose_judging_crashed_is_judged_on_resume_without_rerunning(
+    ima_eval, tmp_path, monkeypatch
+):
+    out = tmp_path / "ev"
+    args = ("--model", "scripted", "--pairs", "1", "--turn-cap", "4", "--out", str(out))
+    real_judge = eval_runner.judge_design
+
+    def crash(*a, **k):
+        raise RuntimeError("judge server went away")
+
+    monkeypatch.setattr(eval_runner, "judge_design", crash)
+    first = ima_eval(*args)
+    assert first.exit_code == 1
+    assert "judge server went away" in first.output
+    assert not (out / "results.jsonl").exists()
+
+    monkeypatch.setattr(eval_runner, "judge_design", real_judge)
+    executed = []
+    monkeypatch.setattr(eval_runner, "execute", lambda *a, **k: executed.append(a))
+    second = ima_eval(*args)
+    assert second.exit_code == 0, second.output
+    assert executed == []  # both runs had finished: judged from their stored outputs
+    assert len(rows(out)) == 2
+
+
+def test_unparseable_verdicts_are_counted_and_excluded(ima_eval, tmp_path, monkeypatch):
+    out = tmp_path / "ev"
+    bad = ScriptedChatModel(bad_judge=99)
+    real_load = eval_runner.load_chat_model
+    monkeypatch.setattr(
+        eval_runner,
+        "load_chat_model",
+        lambda spec, *a, **k: bad if spec == "scripted:judge" else real_load(spec, *a, **k),
+    )
+    monkeypatch.setattr("ima.evals.cli.load_chat_model", lambda *a, **k: bad)
+    result = ima_eval(
+        "--model", "scripted", "--judge-model", "scripted:judge", "--pairs", "1",
+        "--turn-cap", "4", "--out", str(out),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    for row in rows(out):
+        assert row["judge"]["status"] == "failed"
+        assert row["judge"]["attempts"] == 3 and row["judge"]["scores"] == {}
+        assert row["judge"]["usage"]["calls"] == 3
+        assert "no JSON object" in row["judge"]["error"] or "not parseable" in row["judge"]["error"]
+    report = (out / "report.md").read_text()
+    assert "Failed judge verdicts (excluded from the judge rows): baseline 1, intrinsic 1" in report
+    assert "| Scalability | n/a | n/a | n/a | n/a | n/a | n/a | 0/0 | n/a |" in report
+    assert not (out / "judge_scores.png").exists()  # nothing to plot
+    assert (out / "objective.png").exists()
+
+
+def test_template_and_budget_ablation(ima_eval, tmp_path):
+    out = tmp_path / "ev"
+    result = ima_eval(
+        "--model", "scripted", "--pairs", "1", "--turn-cap", "4", "--out", str(out),
+        "--templates", "generic,manual", "--budgets", "2048,3000",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    keys = sorted(r["key"] for r in rows(out))
+    assert keys == [
+        "intrinsic/generic/b2048/s0",
+        "intrinsic/generic/b3000/s0",
+        "intrinsic/manual/b2048/s0",
+        "intrinsic/manual/b3000/s0",
+        "none/b2048/s0",
+        "none/b3000/s0",
+    ]  # one baseline per budget: it keeps no memory, so no template
+    manual = next(r for r in rows(out) if r["key"] == "intrinsic/manual/b3000/s0")
+    assert manual["settings"]["template"] == "manual" and manual["settings"]["token_budget"] == 3000
+    report = (out / "report.md").read_text()
+    assert "## Ablation: templates and budgets" in report
+    assert "## Results: template manual · budget 3000" in report
+    for png in ("ablation.png", "judge_scores-manual-b3000.png", "objective-generic-b2048.png"):
+        assert (out / png).read_bytes().startswith(PNG)
+
+
+def test_resuming_with_other_settings_is_refused(ima_eval, tmp_path):
+    out = tmp_path / "ev"
+    base = ("--pairs", "1", "--turn-cap", "4", "--out", str(out))
+    assert ima_eval("--model", "scripted", *base).exit_code == 0
+    other = ima_eval("--model", "scripted:delay=0", *base)
+    assert isinstance(other.exception, UserError)
+    assert "other settings" in str(other.exception) and "model" in str(other.exception)
+    # more pairs with the same settings extends the evaluation
+    more = ima_eval("--model", "scripted", "--pairs", "2", "--turn-cap", "4", "--out", str(out))
+    assert more.exit_code == 0 and len(rows(out)) == 4
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("--template", "fancy"), "unknown template"),
+        (("--budget", "ten"), "bad budget list"),
+        (("--budget", "10"), "token budget 10 is smaller"),
+        (("--pairs", "0"), "at least 1"),
+        (("--judge-model", "nonsense"), "unknown model spec"),
+    ],
+)
+def test_bad_settings_fail_before_any_run(ima_eval, tmp_path, args, message):
+    out = tmp_path / "ev"
+    result = ima_eval("--model", "scripted", "--out", str(out), *args)
+    assert isinstance(result.exception, UserError), result.output
+    assert message in str(result.exception)
+    assert not (out / "results.jsonl").exists() and not (out / "config.json").exists()
+
+
+def test_llm_coverage_is_reported_beside_the_evidence_check(ima_eval, tmp_path):
+    out = tmp_path / "ev"
+    args = ("--model", "scripted", "--pairs", "1", "--turn-cap", "4", "--out", str(out))
+    assert ima_eval(*args, "--llm-coverage").exit_code == 0
+    for row in rows(out):
+        checked = row["coverage_llm"]
+        assert set(checked["details"]) == {f"R{i}" for i in range(1, 13)}
+        assert checked["usage"]["calls"] == 12 and checked["checked"] == 12
+    report = (out / "report.md").read_text()
+    assert "Requirement coverage, LLM check (%)" in report and "Intrinsic (LLM)" in report
+
+
+def test_store_ignores_a_torn_last_line_and_appends_after_it(tmp_path):
+    store = ResultsStore(tmp_path)
+    store.append({"key": "a", "n": 1})
+    with store.path.open("a") as f:
+        f.write('{"key": "b", "n"')  # the process died mid-write
+    assert [r["key"] for r in store.load()] == ["a"] and store.skipped_lines == 1
+    store.append({"key": "c", "n": 3})
+    assert [r["key"] for r in store.load()] == ["a", "c"]
+    store.append({"key": "a", "n": 4})  # a repeated key: the latest line wins
+    assert {r["key"]: r["n"] for r in store.load()} == {"a": 4, "c": 3}
