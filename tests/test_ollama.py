@@ -21,7 +21,7 @@ def meeting_responder(messages: list[dict[str, Any]], request: dict[str, Any]) -
         return "FINALIZE. Everyone accepted."
     if "Start your answer with ACCEPT or REJECT" in prompt:
         return "**Accept.** The design meets my requirements."
-    if "# Write the final documentation" in prompt:
+    if "What design did the agents agree on?" in prompt:
         return "## Summary\nAgreed.\n\n## High-level plan\n1. Build.\n\n## Resource estimates\nOK."
     role = re.search(r"You are .*? \((\w+)\)", messages[0]["content"]).group(1)
     return f"{role} proposes a managed EU pipeline within budget."

@@ -57,7 +57,9 @@ def make_documentation_node(task: Task) -> Callable[..., dict[str, Any]]:
         )
 
         def user(turns: str) -> str:
-            return sections(None, turns) + prompts.render("documentation", ending=ending)
+            return sections(None, turns) + prompts.render(
+                "documentation", ending=ending, finalizer=role_id
+            )
 
         context = build_context(
             fixed_tokens=cached_count(system) + cached_count(user("x")),
