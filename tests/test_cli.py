@@ -17,7 +17,11 @@ def test_run_writes_design_and_run_record(cli, tmp_path, task):
     assert code == 0, err
     record = json.loads(out)
     assert record["status"] == "finalized" and record["turns"] == 31
-    assert record["task"] == {"id": "data-pipeline", "version": task.version, "fingerprint": task.fingerprint}
+    assert record["task"] == {
+        "id": "data-pipeline",
+        "version": task.version,
+        "fingerprint": task.fingerprint,
+    }
     assert record["settings"]["seed"] == 4 and record["settings"]["model"] == "scripted"
     assert record["memory_mode"] == "intrinsic"
     kinds = record["usage"]["by_kind"]
