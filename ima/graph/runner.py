@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from langgraph.types import Command
+from langgraph.types import Command, StateSnapshot
 
 from ima.errors import UserError
 from ima.graph.builder import MEMORY_MODES, compile_graph
@@ -170,11 +170,8 @@ def execute(
 
 def pending_review(record: RunRecord, db: Path) -> dict[str, Any] | None:
     """The question a paused run is waiting on, if any."""
-    task = load_task(record.task_ref)
-    with open_checkpointer(db) as saver:
-        graph = compile_graph(task, record.memory_mode, checkpointer=saver)  # type: ignore[arg-type]
-        snapshot = graph.get_state({"configurable": {"thread_id": record.thread_id}})
-        return next((i.value for t in snapshot.tasks for i in t.interrupts), None)
+    snapshot = _snapshot(record, db)
+    return next((i.value for t in snapshot.tasks for i in t.interrupts), None)
 
 
 def resumable(record: RunRecord) -> None:
@@ -185,7 +182,11 @@ def resumable(record: RunRecord) -> None:
 
 
 def load_state(record: RunRecord, db: Path) -> dict[str, Any]:
-    task = load_task(record.task_ref)
+    return dict(_snapshot(record, db).values)
+
+
+def _snapshot(record: RunRecord, db: Path) -> StateSnapshot:
+    """The thread's latest state, read through the graph it was built with."""
     with open_checkpointer(db) as saver:
-        graph = compile_graph(task, record.memory_mode, checkpointer=saver)  # type: ignore[arg-type]
-        return dict(graph.get_state({"configurable": {"thread_id": record.thread_id}}).values)
+        graph = compile_graph(load_task(record.task_ref), record.memory_mode, checkpointer=saver)  # type: ignore[arg-type]
+        return graph.get_state({"configurable": {"thread_id": record.thread_id}})
