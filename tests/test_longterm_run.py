@@ -15,8 +15,8 @@ LESSON = "Storage format: Parquet on object storage for raw sensor logs"
 class LessonModel(ScriptedChatModel):
     """The scripted model, whose memory rewrites also record a decision the team reached."""
 
-    def _memory(self, prompt, meta):
-        return super()._memory(prompt, meta) + f"\n## Decisions and current status\n- {LESSON}"
+    def _memory(self, prompt):
+        return super()._memory(prompt) + f"\n## Decisions and current status\n- {LESSON}"
 
 
 def test_a_second_run_starts_with_the_first_runs_matured_lessons(tmp_path, monkeypatch, task):
@@ -60,7 +60,7 @@ def test_a_second_run_starts_with_the_first_runs_matured_lessons(tmp_path, monke
     for role in speakers:
         assert f"- {LESSON}" in starts[role]
     loaded = second["long_term"]["start"]
-    assert loaded["available"] and loaded["loaded"]["private"] == len(speakers)
+    assert loaded["available"] and loaded["loaded"]["private"] >= len(speakers)
     assert LESSON not in json.dumps(second["long_term"])  # the record holds ids, not text
 
     _, starts, _ = run("bob")  # another principal starts from nothing

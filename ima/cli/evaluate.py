@@ -33,6 +33,9 @@ from ima.evals.store import ResultsStore, read_config
 from ima.models import agent_model, describe_model, load_chat_model
 from ima.tasks import load_task
 
+# Agents sample at this temperature in an evaluation: at 0 a run ignores its seed, so ten
+# "paired seeds" would be one run counted ten times.
+EVAL_TEMPERATURE = 0.7
 console = Console()
 err = Console(stderr=True)
 
@@ -108,6 +111,13 @@ def eval_command(
     memory_model: Annotated[
         str | None, typer.Option(help="Model for memory updates (default: the agents' model).")
     ] = None,
+    temperature: Annotated[
+        float,
+        typer.Option(
+            help="Sampling temperature of the agents (each pair has its own seed, so pairs "
+            "differ); the judge always uses 0.",
+        ),
+    ] = EVAL_TEMPERATURE,
     judge_model: Annotated[
         str | None, typer.Option(help="Model that judges the designs (default: the agents' model).")
     ] = None,
@@ -178,7 +188,12 @@ def eval_command(
     if report_only_dir is not None:
         report_only(report_only_dir)
         return
-    overrides = {"model": model, "memory_model": memory_model, "turn_cap": turn_cap}
+    overrides = {
+        "model": model,
+        "memory_model": memory_model,
+        "turn_cap": turn_cap,
+        "temperature": temperature,
+    }
     settings = RunContext(**{k: v for k, v in overrides.items() if v is not None})
     settings.long_term = long_term
     templates = _split(template, str, "template") or (settings.template,)

@@ -24,6 +24,11 @@ def voters(schedule: Schedule) -> list[str]:
     return list(dict.fromkeys(schedule.workers + schedule.after_round))
 
 
+def is_vote(schedule: Schedule, role_id: str, phase: str) -> bool:
+    """Whether this role's turn in this phase is a vote (only votes are read as votes)."""
+    return phase == "consensus" and role_id in voters(schedule)
+
+
 def initial_position(schedule: Schedule) -> dict[str, Any]:
     return {
         "phase": schedule.phases[0].name,

@@ -28,12 +28,12 @@ def parse_options(text: str) -> dict[str, str]:
     return options
 
 
-def _scripted(options: str, seed: int) -> BaseChatModel:
+def _scripted(options: str, seed: int, temperature: float) -> BaseChatModel:
     from ima.models.scripted import ScriptedChatModel
 
     fields = ScriptedChatModel.model_fields
     opts = parse_options(options)
-    known = {"delay", "reject_rounds", "bad_json", "bad_judge", "inject"}
+    known = {"delay", "reject_rounds", "rejecter", "bad_json", "bad_judge", "inject"}
     unknown = sorted(set(opts) - known)
     if unknown:
         raise UserError(f"unknown scripted option {unknown[0]!r}: use {', '.join(sorted(known))}")
@@ -41,7 +41,7 @@ def _scripted(options: str, seed: int) -> BaseChatModel:
         values = {k: fields[k].annotation(v) for k, v in opts.items()}  # type: ignore[misc]
     except ValueError as exc:
         raise UserError(f"bad scripted option value: {exc}") from None
-    return ScriptedChatModel(seed=seed, **values)
+    return ScriptedChatModel(seed=seed, temperature=temperature, **values)
 
 
 def agent_model(settings: RunContext) -> BaseChatModel:
@@ -78,7 +78,7 @@ def _load(
 ) -> BaseChatModel:
     backend, _, rest = spec.strip().partition(":")
     if backend == "scripted":
-        return _scripted(rest, seed)
+        return _scripted(rest, seed, temperature)
     if backend in ("embedded", "gguf"):
         from ima.models.embedded import ModelSetupError, load_embedded
 

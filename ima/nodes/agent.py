@@ -11,7 +11,7 @@ from ima.core.settings import RunContext
 from ima.core.state import State, Turn
 from ima.core.tokens import count_tokens
 from ima.method.agent_context import build_turn_prompt, render_turn
-from ima.method.schedule import speaker_after, voters
+from ima.method.schedule import is_vote
 from ima.method.votes import parse_flags
 from ima.models import agent_model
 from ima.models.calls import call_model
@@ -25,17 +25,12 @@ def make_agent_node(task: Task, role_id: str, with_memory: bool) -> Callable[...
         settings = runtime.context
         prompt = build_turn_prompt(task, role_id, state, settings, with_memory)
         index = len(state["transcript"]) + 1
-        metadata = {
+        metadata = {  # labels for tracing (LangSmith, callbacks); models read the prompt
             "ima_kind": "agent_turn",
             "ima_role": role_id,
             "ima_turn": index,
             "ima_phase": state["phase"],
             "ima_round": state["phase_round"],
-            "ima_next": speaker_after(schedule, state),
-            "ima_facilitator": role_id == schedule.facilitator,
-            "ima_finalize": state["consensus"],
-            "ima_voting": state["phase"] == "consensus" and role_id in voters(schedule),
-            "ima_last_voter": role_id == voters(schedule)[-1],
         }
         text, usage = call_model(
             agent_model(settings),
@@ -48,7 +43,7 @@ def make_agent_node(task: Task, role_id: str, with_memory: bool) -> Callable[...
             speaker=role_id,
             phase=state["phase"],
             content=text,
-            flags=parse_flags(text, voting=metadata["ima_voting"]),
+            flags=parse_flags(text, voting=is_vote(schedule, role_id, state["phase"])),
             tokens=count_tokens(render_turn(index, role_id, text)),
             usage=usage,
             context=prompt.share,
