@@ -205,7 +205,7 @@ def test_streamed_run_review_resume_history_and_fork(server: str, task: Task) ->
         assert versions[0] == sum(spoke[r] for r in task.speakers) and versions[-1] == 0
 
         # 5. Fork: re-run from the last checkpoint with 10 turns (after turn 10, its memory
-        #    update and the router's pick of the next speaker) with another seed. Turns 1-10
+        #    update and the router's pick of the next speaker), sampling with another seed. Turns 1-10
         #    are shared; the fork's turns differ from there.
         original = values["transcript"]
         after_10 = next(h for h in history if len(h["values"]["transcript"]) == 10)
@@ -216,7 +216,7 @@ def test_streamed_run_review_resume_history_and_fork(server: str, task: Task) ->
             "intrinsic",
             input=None,
             checkpoint_id=after_10["checkpoint_id"],
-            context=SCRIPTED | {"seed": 7},
+            context=SCRIPTED | {"seed": 7, "temperature": 0.7},  # sampled: the seed matters
         )
         assert fork["updates"][0][0] == original[10]["speaker"]
         assert (fork["custom"][0]["event"], fork["custom"][0]["turn"]) == ("turn", 11)
