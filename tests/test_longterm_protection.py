@@ -18,6 +18,7 @@ from ima.longterm import (
     Refused,
     RunOutcome,
     learn,
+    learn_from_run,
     load_starting_memory,
     open_session,
 )
@@ -157,8 +158,9 @@ def test_the_run_goes_on_and_says_so(tmp_path):
     assert session.hub is None and session.store is None
     assert session.status["available"] is False
     assert "this run goes on without it" in session.note
-    report = session.learn("run0", {"status": "finalized", "memories": {}})
-    assert report["available"] is False
+    report = learn_from_run(settings, session.store, "run0", {"status": "finalized"})
+    assert report["available"] is False and report["learned"] is False
+    assert session.run_record({})["learned"]["available"] is False
     texts, report = load_starting_memory(settings, ["BOA"], BrokenStore())
     assert texts == {} and report["available"] is False and "disk I/O error" in report["reason"]
     texts, report = load_starting_memory(settings, ["BOA"], None)
@@ -167,25 +169,20 @@ def test_the_run_goes_on_and_says_so(tmp_path):
     assert load_starting_memory(settings, ["BOA"], InMemoryStore()) == ({}, {"enabled": False})
     off = open_session(settings)
     assert off.note == "" and off.store is None  # the user's choice: nothing to warn about
-    assert off.run_record({}, off.learn("run0", {})) == {
-        "start": {"enabled": False},
-        "learned": {"enabled": False},
-    }
+    assert off.run_record({}) == {"start": {"enabled": False}, "learned": {"enabled": False}}
+    assert learn_from_run(settings, InMemoryStore(), "run0", {}) == {"enabled": False}
 
 
-def test_a_store_failing_after_the_run_does_not_fail_it(tmp_path):
-    session = open_session(RunContext(principal="alice", memory_store=str(tmp_path / "m.sqlite")))
-    assert session.hub is not None
-    session.hub._store = BrokenStore()
+def test_a_store_failing_after_the_run_does_not_fail_it():
     values = {
         "status": "finalized",
         "memories": {
             "BOA": {"text": "## Decisions\n- Use Parquet files", "version": 2, "updated_turn": 3}
         },
     }
-    report = session.learn("run0", values)
+    report = learn_from_run(RunContext(principal="alice"), BrokenStore(), "run0", values)
     assert report["available"] is False and report["learned"] is False
-    session.close()
+    assert "disk I/O error" in report["reason"]
 
 
 def test_provenance_is_screened_too():

@@ -33,9 +33,11 @@ def turns_so_far(db: Path, thread: str) -> int:
     return len(load_state(record, db).get("transcript", [])) if record else 0
 
 
-def test_sigkill_then_resume_gives_the_uninterrupted_transcript(tmp_path):
+@pytest.mark.parametrize("concurrency", ["1", "2"])
+def test_sigkill_then_resume_gives_the_uninterrupted_transcript(tmp_path, concurrency):
     db = tmp_path / "runs" / "ima.sqlite"
     common = ["--model", "scripted:delay=0.05", "--seed", "7", "--json"]
+    common += ["--memory-concurrency", concurrency]
     proc = subprocess.Popen(
         [sys.executable, "-m", "ima", "run", "--thread", "killed", *common],
         cwd=tmp_path,
@@ -60,10 +62,13 @@ def test_sigkill_then_resume_gives_the_uninterrupted_transcript(tmp_path):
     reference = ima("run", "--thread", "reference", *common, cwd=tmp_path)
     assert reference.returncode == 0, reference.stderr
 
+    def shown(thread: str) -> dict:
+        return json.loads(ima("show", thread, "--json", cwd=tmp_path).stdout)
+
     def transcript(thread: str) -> list[tuple[int, str, str]]:
-        shown = json.loads(ima("show", thread, "--json", cwd=tmp_path).stdout)
-        return [(t["turn"], t["speaker"], t["content"]) for t in shown["transcript"]]
+        return [(t["turn"], t["speaker"], t["content"]) for t in shown(thread)["transcript"]]
 
     resumed_turns = transcript("killed")
     assert [t[0] for t in resumed_turns] == list(range(1, len(resumed_turns) + 1))
     assert resumed_turns == transcript("reference")
+    assert shown("killed")["memories"] == shown("reference")["memories"]

@@ -175,6 +175,21 @@ def run(
     seed: Annotated[
         int | None, typer.Option(help="Seed for reproducible runs (env IMA_SEED).")
     ] = None,
+    temperature: Annotated[
+        float | None,
+        typer.Option(help="Sampling temperature; 0 (default) is greedy (env IMA_TEMPERATURE)."),
+    ] = None,
+    top_p: Annotated[
+        float | None, typer.Option(help="Nucleus sampling threshold (env IMA_TOP_P).")
+    ] = None,
+    memory_concurrency: Annotated[
+        int | None,
+        typer.Option(
+            help="1: each memory update before the next turn (the paper's order); 2: beside "
+            "the next turn, for servers that run calls in parallel; 0: the backend's default "
+            "(env IMA_MEMORY_CONCURRENCY)."
+        ),
+    ] = None,
     brief_file: Annotated[
         Path | None, typer.Option(help="A text file whose brief replaces the task's description.")
     ] = None,
@@ -232,6 +247,9 @@ def run(
         "token_budget": budget,
         "turn_cap": turn_cap,
         "seed": seed,
+        "temperature": temperature,
+        "top_p": top_p,
+        "memory_concurrency": memory_concurrency,
         "review": True if (review or approve) else None,
         "long_term": long_term,
     }

@@ -54,6 +54,11 @@ class LiveView:
         if node == "long_term":
             self.console.print(f"[yellow]{update['note']}[/yellow]", highlight=False)
             return
+        if node == "learn":
+            learned = update["long_term"]["learned"]
+            if learned.get("note"):
+                self.console.print(f"[yellow]{learned['note']}[/yellow]", highlight=False)
+            return
         for kinds in update.get("usage", {}).values():
             self.tokens += sum(u["input_tokens"] + u["output_tokens"] for u in kinds.values())
         if "phase" in update:

@@ -66,6 +66,7 @@ class MemorySlot(TypedDict):
     template: str  # generic | manual | llm
     version: int
     updated_turn: int  # turn whose output last rewrote it (0: initial)
+    seen_turn: NotRequired[int]  # the agent's latest turn its memory node has processed
 
 
 class MemoryVersion(TypedDict):
@@ -161,4 +162,6 @@ class State(InputState):
         dict[str, dict[str, CallUsage]], DeltaChannel(sum_usage, snapshot_frequency=_SNAPSHOT_EVERY)
     ]
     final: FinalOutput
-    long_term: dict[str, Any]  # what long-term memory the run started with (ids, counts)
+    routed_turn: int  # the latest turn the router has scheduled
+    memory_concurrency: int  # 1: memory formed before the next turn; 2: beside it
+    long_term: dict[str, Any]  # long-term memory: what the run started with, what it learned

@@ -19,6 +19,10 @@ from ima.models.calls import call_model
 from ima.tasks import Task
 
 
+def memory_node_name(role_id: str) -> str:
+    return f"{role_id}_memory"
+
+
 def latest_turn_of(state: State, role_id: str) -> dict[str, Any]:
     """The agent's own latest turn (other agents may have spoken since)."""
     return next(t for t in reversed(state["transcript"]) if t["speaker"] == role_id)
@@ -54,7 +58,9 @@ def make_memory_node(task: Task, role_id: str) -> Callable[..., dict[str, Any]]:
             memory_model(settings), messages, metadata, max_tokens=2 * settings.max_memory_words
         )
         update["usage"] = add_usage(update["usage"], {role_id: {"memory_update": usage}})
-        if text:  # an empty rewrite would erase the memory: keep the previous version instead
+        # An empty rewrite would erase the memory: keep the previous version instead.
+        update["memories"] = {role_id: {**slot, "seen_turn": latest["index"]}}
+        if text:
             version = slot["version"] + 1
             update["memories"] = {
                 role_id: MemorySlot(
@@ -62,6 +68,7 @@ def make_memory_node(task: Task, role_id: str) -> Callable[..., dict[str, Any]]:
                     template=settings.template,
                     version=version,
                     updated_turn=latest["index"],
+                    seen_turn=latest["index"],
                 )
             }
             update["memory_log"] = [
@@ -79,5 +86,5 @@ def make_memory_node(task: Task, role_id: str) -> Callable[..., dict[str, Any]]:
             )
         return update
 
-    update_memory.__name__ = f"{role_id}_memory"
+    update_memory.__name__ = memory_node_name(role_id)
     return update_memory

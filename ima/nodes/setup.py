@@ -1,5 +1,6 @@
-"""The first node: fill in the brief, the schedule position, and each agent's empty memory
-slot with its template (LLM-generated templates are written here, once per run)."""
+"""The first node: fill in the brief, the schedule position, and each agent's memory slot
+(its long-term lessons, if any) with its template (LLM-generated templates are written
+here, once per run); fix how memory formation is scheduled for the whole run."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from ima.core.state import MemorySlot, MemoryVersion, State
 from ima.longterm import load_starting_memory
 from ima.method.memory_update import write_template
 from ima.method.schedule import initial_position
-from ima.models import agent_model
+from ima.models import agent_model, parallel_calls
 from ima.tasks import Task
 
 
@@ -29,7 +30,8 @@ def make_setup_node(task: Task, with_memory: bool) -> Callable[..., dict[str, An
             **initial_position(task.schedule),
         }
         if not with_memory:
-            return update | {"templates": {}}
+            return update | {"templates": {}, "memory_concurrency": 1}
+        concurrency = settings.memory_concurrency or parallel_calls(settings)
         templates, usage = {}, {}
         for role_id in task.speakers:
             model = agent_model(settings) if settings.template == "llm" else None
@@ -52,7 +54,8 @@ def make_setup_node(task: Task, with_memory: bool) -> Callable[..., dict[str, An
             "memories": slots,
             "memory_log": start,
             "usage": usage,
-            "long_term": long_term,
+            "long_term": {"start": long_term},
+            "memory_concurrency": concurrency,
         }
 
     return setup

@@ -15,13 +15,13 @@ from langgraph.types import Command, StateSnapshot
 from ima.core.errors import UserError
 from ima.core.settings import MEMORY_MODES, RunContext
 from ima.graph.builder import compile_graph
-from ima.runs.outputs import run_record, write_outputs
-from ima.runs.checkpoints import compact_thread, open_checkpointer
-from ima.runs.registry import RunRecord, RunRegistry
 from ima.longterm import check_settings, open_long_term
 from ima.method.agent_context import build_turn_prompt
 from ima.method.schedule import initial_position
 from ima.models import agent_model, memory_model
+from ima.runs.checkpoints import compact_thread, open_checkpointer
+from ima.runs.outputs import run_record, write_outputs
+from ima.runs.registry import RunRecord, RunRegistry
 from ima.tasks import Task, load_task
 
 FINISHED = ("finalized", "turn_cap", "failed")
@@ -152,7 +152,7 @@ def execute(
                     return dict(snapshot.values)
                 payload = Command(resume=reviewer(pending[0]))
             values = dict(snapshot.values)
-            long_term = lt.run_record(values, lt.learn(record.thread_id, values))
+            long_term = lt.run_record(values)
             if values.get("status") in FINISHED and not record.keep_history:
                 compact_thread(saver, graph, config)  # nothing left to resume: keep the end
         record.status = values.get("status", "running")
