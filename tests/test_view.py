@@ -1,0 +1,441 @@
+"""The HTML view of a run: built from real scripted runs of the graph, checked by parsing the
+page (every turn, every memory version with its diff, escaping) and in headless Chromium
+(no console errors, charts with a size)."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import os
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+
+from ima.graph.builder import compile_graph
+from ima.graph.context import RunContext
+from ima.graph.outputs import usage_totals
+from ima.memory.context import recent_turns
+from ima.memory.tokens import count_tokens
+from ima.nodes.prompting import system_prompt
+from ima.tasks import Task
+from ima.view import render_view, write_view
+
+CHROMIUM = Path("/usr/bin/chromium")
+SCRIPT = "<script>alert('pwned')</script>"
+
+
+# --- realistic input: the real graph with the scripted model -------------------------------
+
+
+def _prompt_parts(
+    task: Task, role: str, brief: str, phase: str, memory: str, before: list[dict], budget: int
+) -> dict[str, Any]:
+    """What Algorithm 1 put in the prompt of a turn, counted the way the agent node counts."""
+    task_tokens = count_tokens(brief)
+    role_tokens = count_tokens(system_prompt(task, role, brief)) - task_tokens
+    instruction = next(p.instruction for p in task.schedule.phases if p.name == phase)
+    instruction_tokens = count_tokens(instruction) + 60  # the turn frame around it
+    memory_tokens = count_tokens(memory) if memory else 0
+    room = budget - task_tokens - role_tokens - instruction_tokens - memory_tokens
+    kept = recent_turns(before, max(room, 0))
+    return {
+        "budget": budget,
+        "task": task_tokens,
+        "role": role_tokens,
+        "instruction": instruction_tokens,
+        "memory": memory_tokens,
+        "history": sum(t["tokens"] for t in kept),
+        "history_turns": [kept[0]["index"], kept[-1]["index"]] if kept else [],
+    }
+
+
+def recorded_run(
+    task: Task, memory_mode: str = "intrinsic", model: str = "scripted", **settings: Any
+) -> tuple[dict[str, Any], dict[str, Any], Any]:
+    """Run the graph, recording what the new state fields will hold: every memory version
+    (memory_log) and each turn's prompt composition. Returns (run record, state, graph)."""
+    graph = compile_graph(task, memory_mode, checkpointer=InMemorySaver())  # type: ignore[arg-type]
+    context = RunContext(model=model, long_term=False, **settings)
+    config = {"configurable": {"thread_id": "view-test"}}
+    log: list[dict[str, Any]] = []
+    memories: dict[str, str] = {}
+    transcript: list[dict[str, Any]] = []
+    brief = ""
+    for chunk in graph.stream({}, config, context=context, stream_mode="updates"):
+        for update in chunk.values():
+            if not isinstance(update, dict):
+                continue
+            brief = update.get("brief", brief)
+            for turn in update.get("transcript", []):
+                memory = memories.get(turn["speaker"], "")
+                parts = _prompt_parts(
+                    task, turn["speaker"], brief, turn["phase"], memory, transcript,
+                    context.token_budget,
+                )  # fmt: skip
+                transcript.append(turn | {"context": parts})  # a copy: the state stays as run
+            for role, slot in (update.get("memories") or {}).items():
+                memories[role] = slot["text"]
+                log.append(
+                    {
+                        "role": role,
+                        "version": slot["version"],
+                        "turn": slot["updated_turn"],
+                        "text": slot["text"],
+                        "template": slot["template"],
+                    }
+                )
+    values = dict(graph.get_state(config).values)
+    values["transcript"] = transcript
+    if memory_mode != "none":
+        values["memory_log"] = log
+    settings_record = {
+        k: v for k, v in dataclasses.asdict(context).items() if k not in ("principal",)
+    }
+    run = {
+        "thread_id": "view-test",
+        "status": values["status"],
+        "task": {"id": task.id, "version": task.version, "fingerprint": task.fingerprint},
+        "memory_mode": memory_mode,
+        "settings": settings_record,
+        "turns": len(transcript),
+        "wall_seconds": 12.5,
+        "usage": usage_totals(values["usage"]),
+        "spec_valid": (values.get("final") or {}).get("valid", False),
+        "spec_error": (values.get("final") or {}).get("error", ""),
+        "roles": {r.id: r.name for r in task.roles},
+    }
+    return run, values, graph
+
+
+@pytest.fixture(scope="module")
+def finished(task: Task) -> tuple[dict[str, Any], dict[str, Any]]:
+    run, values, _ = recorded_run(task, token_budget=1600)
+    return run, values
+
+
+# --- an HTML parser that keeps what the tests look at ---------------------------------------
+
+
+class Page(HTMLParser):
+    """Elements by id, classes, text per element id, and every text inside <script>."""
+
+    def __init__(self, html: str):
+        super().__init__(convert_charrefs=True)
+        self.ids: dict[str, dict[str, str]] = {}
+        self.text_by_id: dict[str, str] = {}
+        self.scripts: list[str] = []
+        self.tags: list[tuple[str, dict[str, str]]] = []
+        self._open_ids: list[tuple[str, str]] = []  # (tag, id) of open elements with an id
+        self._in_script = False
+        self.feed(html)
+        self.close()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attributes = {k: v or "" for k, v in attrs}
+        self.tags.append((tag, attributes))
+        if tag == "script":
+            self._in_script = True
+        if "id" in attributes:
+            assert attributes["id"] not in self.ids, f"duplicate id {attributes['id']}"
+            self.ids[attributes["id"]] = attributes | {"tag": tag}
+            self.text_by_id[attributes["id"]] = ""
+            self._open_ids.append((tag, attributes["id"]))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "script":
+            self._in_script = False
+        if self._open_ids and self._open_ids[-1][0] == tag:
+            self._open_ids.pop()
+
+    def handle_data(self, data: str) -> None:
+        if self._in_script:
+            self.scripts.append(data)
+        for _, element_id in self._open_ids:
+            self.text_by_id[element_id] += data
+
+    def with_class(self, name: str) -> list[dict[str, str]]:
+        return [a for _, a in self.tags if name in a.get("class", "").split()]
+
+
+# --- unit tests on the document -------------------------------------------------------------
+
+
+def test_every_turn_is_shown_in_order_with_speaker_phase_and_flags(finished):
+    run, values = finished
+    page = Page(render_view(run, values))
+    turns = [a["id"] for a in page.with_class("turn")]
+    assert turns == [f"turn-{t['index']}" for t in values["transcript"]]
+    for turn in values["transcript"]:
+        text = " ".join(page.text_by_id[f"turn-{turn['index']}"].split())
+        assert turn["speaker"] in text and turn["phase"] in text
+        assert " ".join(turn["content"].split()) in text
+        for flag in turn["flags"]:
+            assert flag in text
+        assert page.ids[f"turn-{turn['index']}"]["data-agent"] == turn["speaker"]
+    finalize = [t for t in values["transcript"] if "FINALIZE" in t["flags"]]
+    assert finalize and page.with_class("flag-finalize")
+    assert len(page.with_class("flag-accept")) >= sum(
+        "ACCEPT" in t["flags"] for t in values["transcript"]
+    )
+    speaker = next(a for _, a in page.tags if a.get("title") == "Conversation Delegation Agent")
+    assert "speaker" in speaker["class"]  # the role's name on the speaker of each turn
+
+
+def test_every_memory_version_is_shown_with_its_diff_and_a_link_to_its_turn(finished):
+    run, values = finished
+    html = render_view(run, values)
+    page = Page(html)
+    agents = {role: i for i, role in enumerate(run["roles"])}
+    for entry in values["memory_log"]:
+        anchor = f"mem-{agents[entry['role']]}-v{entry['version']}"
+        assert anchor in page.ids, anchor
+        text = page.text_by_id[anchor]
+        for line in entry["text"].splitlines():
+            assert line in text
+        if entry["version"]:
+            assert f"turn {entry['turn']}" in text
+            # the turn that caused the rewrite links to it, and the version links back
+            assert (anchor, f"#turn-{entry['turn']}") in _links_inside(html, anchor)
+            turn_links = [h for a, h in _links_inside(html, f"turn-{entry['turn']}")]
+            assert f"#{anchor}" in turn_links
+    # a diff marks the lines that changed: CDA's second version adds the turn-3 line
+    cda = [e for e in values["memory_log"] if e["role"] == "CDA"]
+    before, after = cda[1]["text"].splitlines(), cda[2]["text"].splitlines()
+    added = [line for line in after if line not in before]
+    removed_or_added = {a["class"] for a in page.with_class("line") if a["class"] != "line same"}
+    assert added and {"line added"} <= removed_or_added
+    assert page.with_class("removed")  # the generic memory drops old lines as it grows
+    assert "template generic" in " ".join(page.text_by_id["agent-0"].split())
+
+
+def _links_inside(html: str, element_id: str) -> list[tuple[str, str]]:
+    """(element id, href) of every link inside the element with `element_id`."""
+
+    class Links(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.depth = 0
+            self.found: list[tuple[str, str]] = []
+
+        def handle_starttag(self, tag, attrs):
+            a = dict(attrs)
+            if a.get("id") == element_id:
+                self.depth = 1
+            elif self.depth and tag not in ("br", "input", "meta"):
+                self.depth += 1
+            if self.depth and tag == "a":
+                self.found.append((element_id, a.get("href") or ""))
+
+        def handle_endtag(self, tag):
+            if self.depth:
+                self.depth -= 1
+
+    parser = Links()
+    parser.feed(html)
+    return parser.found
+
+
+def test_model_and_user_text_is_escaped_everywhere(finished):
+    run, values = copy.deepcopy(finished)
+    values["transcript"][0]["content"] = f"Plan: {SCRIPT} & <b>bold</b>"
+    values["memory_log"][-1]["text"] = f"- note {SCRIPT}"
+    values["memories"]["CDA"]["text"] = f"final {SCRIPT}"
+    values["final"]["markdown"] = f"## Summary\n\n{SCRIPT}\n\n<img src=x onerror=alert(1)>"
+    values["final"]["spec"]["pipeline_name"] = SCRIPT
+    run["roles"]["CDA"] = "<i>Chair</i>"
+    html = render_view(run, values)
+    page = Page(html)
+    assert len([tag for tag, _ in page.tags if tag == "script"]) == 1  # the page's own only
+    assert not any("pwned" in s for s in page.scripts)
+    assert not [a for tag, a in page.tags if tag in ("img", "i") or "onerror" in a]
+    assert SCRIPT in page.text_by_id["turn-1"]  # shown as text
+    assert "&lt;script&gt;alert(&#39;pwned&#39;)&lt;/script&gt;" in html
+    assert SCRIPT in page.text_by_id["design"] and SCRIPT in page.text_by_id["spec"]
+
+
+def test_page_is_self_contained_and_locks_down_what_may_load(finished):
+    page = Page(render_view(*finished))
+    csp = next(
+        a["content"] for t, a in page.tags if a.get("http-equiv") == "Content-Security-Policy"
+    )
+    assert "default-src 'none'" in csp and "script-src 'sha256-" in csp
+    for tag, attributes in page.tags:
+        assert "src" not in attributes or attributes["src"].startswith("data:"), tag
+        if tag == "link":
+            pytest.fail("external stylesheet")
+        assert not attributes.get("href", "#").startswith(("http:", "https:", "//")), attributes
+
+
+def test_context_composition_is_charted_and_tabled(finished):
+    run, values = finished
+    page = Page(render_view(run, values))
+    chart = page.ids["context-chart"]
+    assert chart["tag"] == "figure"
+    rows = [i for i in page.ids if i.startswith("prompt-")]
+    assert len(rows) == len(values["transcript"])
+    late = values["transcript"][-1]["context"]
+    first, last = late["history_turns"]
+    row = " ".join(page.text_by_id[f"prompt-{values['transcript'][-1]['index']}"].split())
+    assert f"{first}\N{EN DASH}{last}" in row and f"/ {late['budget']:,}" in row
+    assert first > 1  # the budget cut the oldest turns: the window is visible
+
+
+def test_usage_and_outcome_sections(finished):
+    run, values = finished
+    page = Page(render_view(run, values))
+    kinds = " ".join(page.text_by_id["usage-by-kind"].split())
+    assert "agent turns" in kinds and "memory updates" in kinds and "documentation" in kinds
+    total = run["usage"]["total"]
+    assert f"{total['input_tokens'] + total['output_tokens']:,}" in kinds
+    by_agent = page.text_by_id["usage-by-agent"]
+    assert all(role in by_agent for role in run["roles"])
+    for chart in ("turn-chart", "cumulative-chart", "agent-chart"):
+        assert chart in page.ids
+    design = page.text_by_id["design"]
+    assert "Summary" in design and "High-level plan" in design
+    assert "valid against the task's schema" in page.text_by_id["spec"]
+    assert '"pipeline_name"' in page.text_by_id["spec"]
+    record = page.text_by_id["run-record"]
+    for expected in ("scripted", "finalized", "1600", "data-pipeline v2"):
+        assert expected in record
+
+
+def test_markdown_is_rendered_as_html(finished):
+    run, values = copy.deepcopy(finished)
+    values["final"]["markdown"] = "## Plan\n\n| item | TB |\n|---|---|\n| raw | 80 |\n\n- **bold**"
+    page = Page(render_view(run, values))
+    tags = [t for t, _ in page.tags]
+    assert {"h2", "table", "td", "strong", "li"} <= set(tags)
+
+
+def test_baseline_run_renders_without_memories(task):
+    run, values, _ = recorded_run(task, memory_mode="none")
+    page = Page(render_view(run, values))
+    assert "no intrinsic memory" in page.text_by_id["memory-note"]
+    assert not page.with_class("timeline")
+    assert len(page.with_class("turn")) == len(values["transcript"])
+
+
+def test_run_in_progress_renders_what_exists(task):
+    run, _, graph = recorded_run(task, token_budget=1600)
+    config = {"configurable": {"thread_id": "view-test"}}
+    middle = next(
+        s.values
+        for s in graph.get_state_history(config)
+        if 8 <= len(s.values.get("transcript", [])) <= 12
+    )
+    values = dict(middle)
+    run = {"thread_id": "view-test", "status": "running", "memory_mode": "intrinsic"}
+    page = Page(render_view(run, values))
+    assert "No final design yet" in page.text_by_id["in-progress"]
+    assert len(page.with_class("turn")) == len(values["transcript"])
+    # an old run: no memory log and no prompt composition, say so
+    assert "not recorded" in page.text_by_id["memory-note"]
+    assert "not recorded" in page.text_by_id["context-note"]
+    assert page.with_class("timeline")  # the final memories are still shown
+    assert "design" not in page.ids
+
+
+def test_show_json_output_renders(finished, task):
+    """`ima show THREAD --json` prints usage as totals and turns with a `turn` key."""
+    values = finished[1]
+    shown = {
+        "transcript": [t | {"turn": t["index"]} for t in values["transcript"]],
+        "memories": values["memories"],
+        "usage": usage_totals(values["usage"]),
+        "final": values["final"],
+    }
+    page = Page(render_view({"thread_id": "x"}, shown))
+    assert len(page.with_class("turn")) == len(values["transcript"])
+    assert "memory updates" in page.text_by_id["usage-by-kind"]
+
+
+def test_write_view_is_atomic(finished, tmp_path, monkeypatch):
+    out = write_view(*finished, tmp_path / "view.html")
+    assert out.read_text(encoding="utf-8").startswith("<!doctype html>")
+    assert [p.name for p in tmp_path.iterdir()] == ["view.html"]
+
+    def broken_replace(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    with pytest.raises(OSError):
+        write_view(*finished, tmp_path / "other.html")
+    assert [p.name for p in tmp_path.iterdir()] == ["view.html"]
+
+
+# --- a real browser ------------------------------------------------------------------------
+
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.mark.slow
+def test_view_renders_in_chromium_without_errors(finished, tmp_path):
+    if not CHROMIUM.exists():
+        pytest.skip("headless Chromium not installed: apt-get install -y chromium")
+    playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+    path = write_view(*finished, tmp_path / "view.html")
+    problems: list[str] = []
+    requests: list[str] = []
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch_persistent_context(
+            str(tmp_path / "profile"),
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=CHROMIUM_FLAGS,
+            viewport={"width": 1366, "height": 900},
+        )
+        try:
+            page = browser.new_page()
+            page.on("console", lambda m: m.type in ("error", "warning") and problems.append(m.text))
+            page.on("pageerror", lambda e: problems.append(str(e)))
+            page.on("request", lambda r: requests.append(r.url))
+            page.goto(path.as_uri())
+            page.wait_for_load_state("load")
+            for chart in page.locator("svg.chart").all():
+                box = chart.bounding_box()
+                assert box and box["width"] > 100 and box["height"] > 100
+            assert page.locator("svg.chart").count() == 4
+            assert page.locator("svg.chart rect").count() > 3 * len(finished[1]["transcript"])
+
+            # the filters work: hide CDA, then only the consensus phase
+            turns = page.locator("li.turn")
+            visible = lambda: sum(t.is_visible() for t in turns.all())  # noqa: E731
+            everyone = visible()
+            page.click("#filters .chip[data-agent='CDA']")
+            cda = sum(t["speaker"] == "CDA" for t in finished[1]["transcript"])
+            assert visible() == everyone - cda
+            page.select_option("#phase-filter", "consensus")
+            assert page.locator("#filter-count").inner_text().endswith("turns")
+            # a link to a turn the filter hides shows it again
+            page.evaluate("location.hash = '#turn-1'")
+            assert page.locator("#turn-1").is_visible()
+            # memory: one agent at a time; a turn's memory link opens that agent's version
+            assert page.locator("#memory article.timeline:visible").count() == 1
+            page.locator("#turn-2 a.mem-link").click()
+            assert page.locator("#mem-1-v1").is_visible()
+            assert page.locator("#memory .tab[aria-selected='true']").inner_text() == "BOA"
+
+            shot = tmp_path / "view.png"
+            page.screenshot(path=str(shot), full_page=True)
+            assert shot.stat().st_size > 50_000
+            target = os.environ.get("IMA_VIEW_SCREENSHOT")
+            if target:  # regenerate docs/view.png: IMA_VIEW_SCREENSHOT=docs/view.png
+                page.evaluate("location.hash = ''; window.scrollTo(0, 0)")
+                page.screenshot(path=target, full_page=False)
+        finally:
+            browser.close()
+    assert not problems, problems
+    assert all(url.startswith(("file:", "data:", "about:")) for url in requests), requests
