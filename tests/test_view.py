@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
+from ima.errors import UserError
 from ima.graph.builder import compile_graph
 from ima.graph.context import RunContext
 from ima.graph.outputs import usage_totals
@@ -330,7 +332,7 @@ def test_run_in_progress_renders_what_exists(task):
     values = dict(middle)
     run = {"thread_id": "view-test", "status": "running", "memory_mode": "intrinsic"}
     page = Page(render_view(run, values))
-    assert "No final design yet" in page.text_by_id["in-progress"]
+    assert "No final design yet" in " ".join(page.text_by_id["in-progress"].split())
     assert len(page.with_class("turn")) == len(values["transcript"])
     # an old run: no memory log and no prompt composition, say so
     assert "not recorded" in page.text_by_id["memory-note"]
@@ -359,12 +361,14 @@ def test_write_view_is_atomic(finished, tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == ["view.html"]
 
     def broken_replace(src, dst):
-        raise OSError("disk full")
+        raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", broken_replace)
-    with pytest.raises(OSError):
+    with pytest.raises(UserError, match=r"cannot write .*other\.html: No space left on device"):
         write_view(*finished, tmp_path / "other.html")
-    assert [p.name for p in tmp_path.iterdir()] == ["view.html"]
+    assert [p.name for p in tmp_path.iterdir()] == ["view.html"]  # no temporary file left
+    with pytest.raises(UserError, match="does not exist"):
+        write_view(*finished, tmp_path / "missing" / "view.html")
 
 
 # --- a real browser ------------------------------------------------------------------------
@@ -386,6 +390,7 @@ def test_view_renders_in_chromium_without_errors(finished, tmp_path):
     if not CHROMIUM.exists():
         pytest.skip("headless Chromium not installed: apt-get install -y chromium")
     playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+    expect = playwright.expect
     path = write_view(*finished, tmp_path / "view.html")
     problems: list[str] = []
     requests: list[str] = []
@@ -418,23 +423,30 @@ def test_view_renders_in_chromium_without_errors(finished, tmp_path):
             cda = sum(t["speaker"] == "CDA" for t in finished[1]["transcript"])
             assert visible() == everyone - cda
             page.select_option("#phase-filter", "consensus")
-            assert page.locator("#filter-count").inner_text().endswith("turns")
-            # a link to a turn the filter hides shows it again
+            expect(page.locator("#filter-count")).to_have_text(re.compile(r"^\d+ of \d+ turns$"))
+            # a link to a turn the filter hides shows it again (hashchange is asynchronous:
+            # expect() waits for it)
             page.evaluate("location.hash = '#turn-1'")
-            assert page.locator("#turn-1").is_visible()
+            expect(page.locator("#turn-1")).to_be_visible()
             # memory: one agent at a time; a turn's memory link opens that agent's version
             assert page.locator("#memory article.timeline:visible").count() == 1
             page.locator("#turn-2 a.mem-link").click()
-            assert page.locator("#mem-1-v1").is_visible()
-            assert page.locator("#memory .tab[aria-selected='true']").inner_text() == "BOA"
+            expect(page.locator("#mem-1-v1")).to_be_visible()
+            expect(page.locator("#memory .tab[aria-selected='true']")).to_have_text("BOA")
 
             shot = tmp_path / "view.png"
             page.screenshot(path=str(shot), full_page=True)
             assert shot.stat().st_size > 50_000
             target = os.environ.get("IMA_VIEW_SCREENSHOT")
             if target:  # regenerate docs/view.png: IMA_VIEW_SCREENSHOT=docs/view.png
-                page.evaluate("location.hash = ''; window.scrollTo(0, 0)")
-                page.screenshot(path=target, full_page=False)
+                page.goto(path.as_uri())
+                chart = page.locator("#context-chart").bounding_box()
+                bottom = chart["y"] + chart["height"] + 24
+                page.screenshot(
+                    path=target,
+                    full_page=True,
+                    clip={"x": 0, "y": 0, "width": 1366, "height": bottom},
+                )
         finally:
             browser.close()
     assert not problems, problems

@@ -19,6 +19,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
+from ima.errors import UserError
 from ima.view.figures import swatch_colours
 from ima.view.model import AGENT_COLOURS
 from ima.view.page import build_page
@@ -58,9 +59,16 @@ def render_view(run: dict[str, Any], values: dict[str, Any]) -> str:
 
 
 def write_view(run: dict[str, Any], values: dict[str, Any], path: Path) -> Path:
-    """Write the page to `path` atomically: a finished file or none at all."""
+    """Write the page to `path` atomically: a finished file or none at all.
+
+    Raises UserError (one line, naming the path) when the file cannot be written.
+    """
     html = render_view(run, values)
     path = Path(path)
+    if not path.parent.is_dir():
+        raise UserError(
+            f"cannot write {path}: folder {path.parent} does not exist (create it first)"
+        )
     # A unique name beside the target (same file system, so os.replace is atomic); opened
     # with "x" so the file gets the user's usual permissions and never clobbers another.
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
@@ -68,6 +76,9 @@ def write_view(run: dict[str, Any], values: dict[str, Any], path: Path) -> Path:
         with tmp.open("x", encoding="utf-8") as out:
             out.write(html)
         os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

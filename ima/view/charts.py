@@ -122,8 +122,9 @@ def _x_labels(
     """Every label when they fit, else every k-th (always the last)."""
     every = max(1, math.ceil(28 / slot))
     y = _HEIGHT - _MARGIN_BOTTOM + 26
+    last = len(labels) - 1
     for i, (x, label) in enumerate(zip(centres, labels, strict=True)):
-        if i % every and i != len(labels) - 1:
+        if i != last and (i % every or last - i < every):
             continue
         ET.SubElement(svg, "text", {"x": f"{x:.1f}", "y": str(y), "class": "tick-x"}).text = label
 

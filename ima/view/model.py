@@ -29,7 +29,7 @@ AGENT_COLOURS = (
 VOTE_FLAGS = ("ACCEPT", "REJECT")
 _LONG_CHARS = 600
 _LONG_LINES = 8
-_PREVIEW_CHARS = 160
+_PREVIEW_CHARS = 220
 
 
 @dataclass(frozen=True)
@@ -103,8 +103,13 @@ class TurnView:
 
     @property
     def preview(self) -> str:
-        first = self.content.strip().splitlines()[0] if self.content.strip() else ""
-        return first if len(first) <= _PREVIEW_CHARS else first[:_PREVIEW_CHARS].rstrip() + "…"
+        """The start of a collapsed turn, on one line."""
+        flat = " ".join(self.content.split())
+        return flat if len(flat) <= _PREVIEW_CHARS else flat[:_PREVIEW_CHARS].rstrip() + "…"
+
+    @property
+    def lines(self) -> int:
+        return len(self.content.strip().splitlines())
 
 
 @dataclass

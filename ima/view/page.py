@@ -130,7 +130,11 @@ def build_page(run: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
         "timelines": timelines,
         "memory_note": _memory_note(memory_mode, timelines, values),
         "context_chart": figures.context_chart(turns),
-        "context_series": figures.CONTEXT_SERIES,
+        "context_series": [
+            s
+            for s in figures.CONTEXT_SERIES
+            if s.key != "memory" or any(t.prompt and t.prompt.memory for t in turns)
+        ],
         "prompt_turns": [t for t in turns if t.prompt],
         "turn_chart": figures.turn_token_chart(turns),
         "turn_series": figures.TURN_TOKEN_SERIES,
