@@ -8,10 +8,10 @@ from typing import Any
 from langchain_core.callbacks import BaseCallbackHandler
 from langgraph.checkpoint.memory import InMemorySaver
 
+from ima.core.settings import RunContext
+from ima.core.tokens import count_tokens
 from ima.graph.builder import compile_graph
-from ima.graph.context import RunContext
-from ima.memory.context import build_context, recent_turns, render_turn
-from ima.memory.tokens import count_tokens
+from ima.method.agent_context import build_context, recent_turns, render_turn
 
 
 class PromptRecorder(BaseCallbackHandler):

@@ -110,7 +110,7 @@ def test_templates(run_graph, task, template):
 def test_fork_from_turn_ten_with_another_template(task):
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from ima.graph.context import RunContext
+    from ima.core.settings import RunContext
 
     graph = compile_graph(task, "intrinsic", checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "fork"}}

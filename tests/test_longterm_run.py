@@ -1,22 +1,13 @@
 """End to end: a second run of the same task starts with the first run's matured lessons
-(scripted model, through ima.graph.runner). Skipped until the runner, the setup node and
-RunContext are wired to ima.longterm (see the integration notes in ima/longterm/runtime.py)."""
+(scripted model, through ima.runs.runner)."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import fields
 from pathlib import Path
 
-import pytest
-
-from ima.graph.context import RunContext
+from ima.core.settings import RunContext
 from ima.models.scripted import ScriptedChatModel
-
-pytestmark = pytest.mark.skipif(
-    "long_term" not in {f.name for f in fields(RunContext)},
-    reason="long-term memory is not wired into RunContext / the runner yet",
-)
 
 LESSON = "Storage format: Parquet on object storage for raw sensor logs"
 
@@ -29,7 +20,7 @@ class LessonModel(ScriptedChatModel):
 
 
 def test_a_second_run_starts_with_the_first_runs_matured_lessons(tmp_path, monkeypatch, task):
-    from ima.graph.runner import create_run, execute
+    from ima.runs.runner import create_run, execute
 
     model = LessonModel()
     monkeypatch.setattr("ima.models.load_chat_model", lambda *a, **k: model)
@@ -79,7 +70,7 @@ def test_a_second_run_starts_with_the_first_runs_matured_lessons(tmp_path, monke
 
 
 def test_an_unusable_store_lets_the_run_go_on_and_says_so(tmp_path, monkeypatch):
-    from ima.graph.runner import create_run, execute
+    from ima.runs.runner import create_run, execute
 
     (tmp_path / "blocker").write_text("a file where a directory should be")
     context = RunContext(model="scripted", memory_store=str(tmp_path / "blocker" / "m.sqlite"))

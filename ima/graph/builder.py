@@ -12,18 +12,16 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from ima.graph.context import MemoryMode, RunContext
-from ima.graph.state import InputState, State
+from ima.core.settings import MemoryMode, RunContext
+from ima.core.state import InputState, State
+from ima.method.schedule import DOCUMENTATION
 from ima.nodes.agent import make_agent_node
 from ima.nodes.documentation import make_documentation_node
-from ima.nodes.memory import make_memory_node
+from ima.nodes.memory_update import make_memory_node
 from ima.nodes.review import REVIEW, make_review_node
 from ima.nodes.router import make_router_node, route
-from ima.nodes.schedule import DOCUMENTATION
 from ima.nodes.setup import make_setup_node
 from ima.tasks import Task
-
-MEMORY_MODES: tuple[MemoryMode, ...] = ("intrinsic", "none")
 
 
 def memory_node_name(role_id: str) -> str:

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from langgraph.store.base import BaseStore
 
-from ima.errors import UserError
+from ima.core.errors import UserError
 from ima.longterm.errors import (
     InvalidToken,
     LongTermError,

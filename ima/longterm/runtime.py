@@ -20,7 +20,8 @@ from typing import Any
 
 from langgraph.store.base import BaseStore
 
-from ima.errors import UserError
+from ima.core.errors import UserError
+from ima.core.settings import RunContext
 from ima.longterm.errors import LongTermError
 from ima.longterm.hub import Clock, MemoryHub
 from ima.longterm.namespaces import resolve_principal
@@ -44,13 +45,13 @@ class LongTermConfig:
     policy_path: str = ""
 
     @classmethod
-    def from_settings(cls, settings: Any) -> LongTermConfig:
+    def from_settings(cls, settings: RunContext) -> LongTermConfig:
         return cls(
-            enabled=bool(getattr(settings, "long_term", True)),
-            principal=str(getattr(settings, "principal", "") or ""),
-            store_path=str(getattr(settings, "memory_store", "") or ""),
-            budget_tokens=int(getattr(settings, "long_term_budget", 300)),
-            policy_path=str(getattr(settings, "long_term_policy", "") or ""),
+            enabled=settings.long_term,
+            principal=settings.principal,
+            store_path=settings.memory_store,
+            budget_tokens=settings.long_term_budget,
+            policy_path=settings.long_term_policy,
         )
 
     def principal_id(self) -> str:
@@ -71,7 +72,7 @@ def store_path(configured: str = "", db: Path | None = None) -> Path:
     return db.parent / STORE_FILE
 
 
-def check_settings(settings: Any) -> None:
+def check_settings(settings: RunContext) -> None:
     """Fail before a run exists on a bad principal or policy file (UserError)."""
     config = LongTermConfig.from_settings(settings)
     if not config.enabled:
@@ -136,7 +137,11 @@ class LongTermSession:
 
 
 def open_session(
-    settings: Any, db: Path | None = None, *, clock: Clock | None = None, timeout: float = 30.0
+    settings: RunContext,
+    db: Path | None = None,
+    *,
+    clock: Clock | None = None,
+    timeout: float = 30.0,
 ) -> LongTermSession:
     config = LongTermConfig.from_settings(settings)
     if not config.enabled:

@@ -20,7 +20,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from ima.memory.tokens import count_tokens
+from ima.core.tokens import count_tokens
 
 
 class ScriptedChatModel(BaseChatModel):

@@ -8,11 +8,11 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from ima.errors import UserError
-from ima.graph.context import RunContext
-from ima.graph.state import State
+from ima.core.errors import UserError
+from ima.core.settings import RunContext
+from ima.core.state import State
+from ima.method.schedule import advance
 from ima.nodes.review import REVIEW
-from ima.nodes.schedule import advance
 from ima.tasks import Task
 
 

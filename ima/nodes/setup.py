@@ -8,11 +8,12 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from ima.graph.context import RunContext
-from ima.graph.state import MemorySlot, State
+from ima.core.settings import RunContext
+from ima.core.state import MemorySlot, MemoryVersion, State
 from ima.longterm import load_starting_memory
-from ima.memory.templates import write_template
-from ima.nodes.schedule import initial_position
+from ima.method.memory_update import write_template
+from ima.method.schedule import initial_position
+from ima.models import agent_model
 from ima.tasks import Task
 
 
@@ -31,7 +32,8 @@ def make_setup_node(task: Task, with_memory: bool) -> Callable[..., dict[str, An
             return update | {"templates": {}}
         templates, usage = {}, {}
         for role_id in task.speakers:
-            templates[role_id], call = write_template(task, role_id, settings, brief)
+            model = agent_model(settings) if settings.template == "llm" else None
+            templates[role_id], call = write_template(task, role_id, settings, brief, model)
             if call:
                 usage[role_id] = {"template_generation": call}
         starting, long_term = load_starting_memory(settings, task.speakers, runtime.store)
@@ -41,9 +43,14 @@ def make_setup_node(task: Task, with_memory: bool) -> Callable[..., dict[str, An
             )
             for r in task.speakers
         }
+        start = [
+            MemoryVersion(role=r, version=0, turn=0, text=s["text"], template=s["template"])
+            for r, s in slots.items()
+        ]
         return update | {
             "templates": templates,
             "memories": slots,
+            "memory_log": start,
             "usage": usage,
             "long_term": long_term,
         }

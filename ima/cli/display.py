@@ -13,8 +13,8 @@ from rich.status import Status
 from rich.syntax import Syntax
 from rich.table import Table
 
-from ima.graph.outputs import usage_totals
-from ima.graph.storage import RunRecord
+from ima.runs.outputs import usage_totals
+from ima.runs.registry import RunRecord
 
 
 class LiveView:

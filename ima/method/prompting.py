@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ima import prompts
-from ima.memory.tokens import count_tokens
+from ima.core.tokens import count_tokens
 from ima.tasks import Task
 
 

@@ -6,21 +6,22 @@ import os
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from langgraph.types import Command, StateSnapshot
 
-from ima.errors import UserError
-from ima.graph.builder import MEMORY_MODES, compile_graph
-from ima.graph.context import RunContext
-from ima.graph.outputs import run_record, write_outputs
-from ima.graph.storage import RunRecord, RunRegistry, compact_thread, open_checkpointer
+from ima.core.errors import UserError
+from ima.core.settings import MEMORY_MODES, RunContext
+from ima.graph.builder import compile_graph
+from ima.runs.outputs import run_record, write_outputs
+from ima.runs.checkpoints import compact_thread, open_checkpointer
+from ima.runs.registry import RunRecord, RunRegistry
 from ima.longterm import check_settings, open_long_term
-from ima.nodes.agent import build_turn_prompt
-from ima.nodes.schedule import initial_position
+from ima.method.agent_context import build_turn_prompt
+from ima.method.schedule import initial_position
+from ima.models import agent_model, memory_model
 from ima.tasks import Task, load_task
 
 FINISHED = ("finalized", "turn_cap", "failed")
@@ -35,8 +36,8 @@ def minimum_budget(task: Task, brief: str, settings: RunContext) -> int:
         "memories": {r: {"text": ""} for r in task.speakers},
         **initial_position(task.schedule),
     }
-    probe = RunContext(**{**asdict(settings), "token_budget": 10**9})
-    return max(build_turn_prompt(task, r, state, probe, True)[1] for r in task.speakers)  # type: ignore[arg-type]
+    probe = settings.with_values(token_budget=10**9)
+    return max(build_turn_prompt(task, r, state, probe, True).tokens for r in task.speakers)
 
 
 def validate_settings(task: Task, memory_mode: str, settings: RunContext, brief: str) -> None:
@@ -51,8 +52,8 @@ def validate_settings(task: Task, memory_mode: str, settings: RunContext, brief:
             f"prompt ({needed} tokens): raise --budget to at least {needed + 256}"
         )
     check_settings(settings)  # a bad principal or policy file fails before a run exists
-    settings.chat_model()  # a bad model spec fails before a run exists
-    settings.memory_chat_model()
+    agent_model(settings)  # a bad model spec fails before a run exists
+    memory_model(settings)
 
 
 def new_thread_id(task: Task) -> str:
@@ -89,7 +90,7 @@ def create_run(
             task_version=task.version,
             task_fingerprint=task.fingerprint,
             memory_mode=memory_mode,
-            settings={**asdict(settings), "brief_override": bool(brief)},
+            settings={**settings.to_dict(), "brief_override": bool(brief)},
             out_dir=str((out_root / thread_id).resolve()),
             pid=os.getpid(),
             keep_history=keep_history,

@@ -13,16 +13,17 @@ from rich.console import Console
 from rich.prompt import Prompt
 from rich.table import Table
 
-from ima.errors import UserError
-from ima.evals.cli import eval_command
-from ima.graph import display
+from ima.cli import display
+from ima.cli.evaluate import eval_command
+from ima.cli.memory import memory_app
+from ima.core.errors import UserError
+from ima.core.settings import RunContext
 from ima.graph.builder import compile_graph
-from ima.graph.context import RunContext
-from ima.graph.runner import Reviewer, create_run, execute, load_state, pending_review, resumable
-from ima.graph.storage import RunRecord, RunRegistry, default_db
-from ima.longterm.cli import memory_app
-from ima.models import describe_model
+from ima.models import agent_model, describe_model, memory_model
 from ima.models.errors import describe
+from ima.runs.registry import RunRecord, RunRegistry
+from ima.runs.runner import Reviewer, create_run, execute, load_state, pending_review, resumable
+from ima.runs.sqlite import default_db
 from ima.tasks import available_tasks, load_task, load_task_file
 
 app = typer.Typer(
@@ -265,11 +266,9 @@ def run(
 
 
 def _print_models(settings: RunContext) -> None:
-    console.print(f"agents: {describe_model(settings.chat_model())}", highlight=False)
+    console.print(f"agents: {describe_model(agent_model(settings))}", highlight=False)
     if settings.memory_model:
-        console.print(
-            f"memory updates: {describe_model(settings.memory_chat_model())}", highlight=False
-        )
+        console.print(f"memory updates: {describe_model(memory_model(settings))}", highlight=False)
 
 
 @app.command()

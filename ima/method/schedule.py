@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ima.graph.state import Turn
+from ima.core.state import Turn
 from ima.tasks import Schedule
 
 DOCUMENTATION = "documentation"

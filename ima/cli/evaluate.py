@@ -24,13 +24,13 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from ima.errors import UserError
+from ima.core.errors import UserError
+from ima.core.settings import RunContext
 from ima.evals.judge import METRICS
 from ima.evals.report import print_report, write_report
 from ima.evals.runner import EvalPlan, Evaluation, Event
 from ima.evals.store import ResultsStore, read_config
-from ima.graph.context import RunContext
-from ima.models import describe_model, load_chat_model
+from ima.models import agent_model, describe_model, load_chat_model
 from ima.tasks import load_task
 
 console = Console()
@@ -180,8 +180,7 @@ def eval_command(
         return
     overrides = {"model": model, "memory_model": memory_model, "turn_cap": turn_cap}
     settings = RunContext(**{k: v for k, v in overrides.items() if v is not None})
-    if hasattr(settings, "long_term"):
-        settings.long_term = long_term
+    settings.long_term = long_term
     templates = _split(template, str, "template") or (settings.template,)
     budgets = _split(budget, int, "budget") or (settings.token_budget,)
     task_def = load_task(task)
@@ -208,7 +207,7 @@ def eval_command(
         f"budgets {', '.join(map(str, budgets))} · turn cap {settings.turn_cap}",
         highlight=False,
     )
-    console.print(f"agents: {describe_model(settings.chat_model())}", highlight=False)
+    console.print(f"agents: {describe_model(agent_model(settings))}", highlight=False)
     judge = load_chat_model(plan.judge_model, judge_seed, 0.0, settings.call_timeout)
     console.print(
         f"judge: {describe_model(judge)} · temperature 0 · seed {judge_seed}", highlight=False

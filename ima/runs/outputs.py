@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ima.graph.state import CallUsage
+from ima.core.state import CallUsage
 
 
 def _write_atomic(path: Path, text: str) -> None:

@@ -21,7 +21,7 @@ from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
 
-from ima.errors import UserError
+from ima.core.errors import UserError
 from ima.longterm.errors import MemoryUnavailable
 from ima.longterm.hub import Entry, MemoryHub
 from ima.longterm.namespaces import SHARED, private
@@ -52,7 +52,7 @@ ItemArg = Annotated[
 
 def _config() -> LongTermConfig:
     """The same long-term settings a run would use (RunContext: env, then ima.toml)."""
-    from ima.graph.context import RunContext
+    from ima.core.settings import RunContext
 
     return LongTermConfig.from_settings(RunContext())
 

@@ -1,4 +1,4 @@
-"""The memory-update node: M_new = LLM(role, M_old, latest own output).
+"""The memory-update node of one agent: rewrites that agent's memory from its own latest turn.
 
 The node returns an update for its own role's slot and nothing else: whatever the model
 writes, no other agent's memory can change (memory privacy is structural).
@@ -6,74 +6,75 @@ writes, no other agent's memory can change (memory privacy is structural).
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from typing import Any
 
-from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
-from ima import prompts
-from ima.graph.context import RunContext
-from ima.graph.state import MemorySlot, State, add_usage
-from ima.memory.templates import write_template
+from ima.core.settings import RunContext
+from ima.core.state import MemorySlot, MemoryVersion, State, add_usage
+from ima.method.memory_update import line_changes, update_messages, write_template
+from ima.models import agent_model, memory_model
 from ima.models.calls import call_model
-from ima.nodes.prompting import system_prompt
 from ima.tasks import Task
 
 
-def line_changes(old: str, new: str) -> dict[str, int]:
-    """How a rewrite changed the memory, for progress events: lines added and removed."""
-    diff = list(difflib.ndiff(old.splitlines(), new.splitlines()))
-    return {
-        "lines_added": sum(d.startswith("+ ") for d in diff),
-        "lines_removed": sum(d.startswith("- ") for d in diff),
-    }
+def latest_turn_of(state: State, role_id: str) -> dict[str, Any]:
+    """The agent's own latest turn (other agents may have spoken since)."""
+    return next(t for t in reversed(state["transcript"]) if t["speaker"] == role_id)
 
 
 def make_memory_node(task: Task, role_id: str) -> Callable[..., dict[str, Any]]:
     def update_memory(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         settings = runtime.context
-        latest = state["transcript"][-1]
+        latest = latest_turn_of(state, role_id)
         slot = state["memories"][role_id]
         update: dict[str, Any] = {"usage": {}}
         template = state["templates"].get(role_id)
         if slot["template"] != settings.template or template is None:
             # The run was forked with another template kind: adopt it from here on.
-            template, call = write_template(task, role_id, settings, state["brief"])
+            template, call = write_template(
+                task, role_id, settings, state["brief"], agent_model(settings)
+            )
             update["templates"] = {**state["templates"], role_id: template}
             if call:
                 update["usage"] = {role_id: {"template_generation": call}}
-        prompt = prompts.render(
-            "memory_update",
-            template=template,
-            memory=slot["text"] or "(empty: this is your first turn)",
-            output=latest["content"],
-            turn=latest["index"],
-            words=settings.max_memory_words,
+        messages = update_messages(
+            task,
+            role_id,
+            state["brief"],
+            template,
+            slot["text"],
+            latest["content"],
+            latest["index"],
+            settings.max_memory_words,
         )
-        # Same system message as the agent's own turn: the backend reuses its cached prefix.
-        messages = [
-            SystemMessage(system_prompt(task, role_id, state["brief"])),
-            HumanMessage(prompt),
-        ]
-        model = settings.memory_chat_model()
         metadata = {"ima_kind": "memory_update", "ima_role": role_id, "ima_turn": latest["index"]}
         text, usage = call_model(
-            model, messages, metadata, max_tokens=2 * settings.max_memory_words
+            memory_model(settings), messages, metadata, max_tokens=2 * settings.max_memory_words
         )
         update["usage"] = add_usage(update["usage"], {role_id: {"memory_update": usage}})
         if text:  # an empty rewrite would erase the memory: keep the previous version instead
+            version = slot["version"] + 1
             update["memories"] = {
                 role_id: MemorySlot(
                     text=text,
                     template=settings.template,
-                    version=slot["version"] + 1,
+                    version=version,
                     updated_turn=latest["index"],
                 )
             }
+            update["memory_log"] = [
+                MemoryVersion(
+                    role=role_id,
+                    version=version,
+                    turn=latest["index"],
+                    text=text,
+                    template=settings.template,
+                )
+            ]
             runtime.stream_writer(
-                {"event": "memory", "role": role_id, "version": slot["version"] + 1}
+                {"event": "memory", "role": role_id, "version": version}
                 | line_changes(slot["text"], text)
             )
         return update
