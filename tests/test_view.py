@@ -1,11 +1,11 @@
-"""The HTML view of a run: built from real scripted runs of the graph, checked by parsing the
-page (every turn, every memory version with its diff, escaping) and in headless Chromium
-(no console errors, charts with a size)."""
+"""The HTML view of a run: built from real scripted runs of the graph (with the memory log and
+each turn's prompt composition the graph records), checked by parsing the page (every turn,
+every memory version with its diff, escaping) and in headless Chromium (no console errors,
+charts with a size)."""
 
 from __future__ import annotations
 
 import copy
-import dataclasses
 import os
 import re
 from html.parser import HTMLParser
@@ -15,13 +15,10 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from ima.errors import UserError
+from ima.core.errors import UserError
+from ima.core.settings import RunContext
 from ima.graph.builder import compile_graph
-from ima.graph.context import RunContext
-from ima.graph.outputs import usage_totals
-from ima.memory.context import recent_turns
-from ima.memory.tokens import count_tokens
-from ima.nodes.prompting import system_prompt
+from ima.runs.outputs import usage_totals
 from ima.tasks import Task
 from ima.view import render_view, write_view
 
@@ -32,89 +29,42 @@ SCRIPT = "<script>alert('pwned')</script>"
 # --- realistic input: the real graph with the scripted model -------------------------------
 
 
-def _prompt_parts(
-    task: Task, role: str, brief: str, phase: str, memory: str, before: list[dict], budget: int
-) -> dict[str, Any]:
-    """What Algorithm 1 put in the prompt of a turn, counted the way the agent node counts."""
-    task_tokens = count_tokens(brief)
-    role_tokens = count_tokens(system_prompt(task, role, brief)) - task_tokens
-    instruction = next(p.instruction for p in task.schedule.phases if p.name == phase)
-    instruction_tokens = count_tokens(instruction) + 60  # the turn frame around it
-    memory_tokens = count_tokens(memory) if memory else 0
-    room = budget - task_tokens - role_tokens - instruction_tokens - memory_tokens
-    kept = recent_turns(before, max(room, 0))
-    return {
-        "budget": budget,
-        "task": task_tokens,
-        "role": role_tokens,
-        "instruction": instruction_tokens,
-        "memory": memory_tokens,
-        "history": sum(t["tokens"] for t in kept),
-        "history_turns": [kept[0]["index"], kept[-1]["index"]] if kept else [],
-    }
-
-
-def recorded_run(
+def scripted_run(
     task: Task, memory_mode: str = "intrinsic", model: str = "scripted", **settings: Any
 ) -> tuple[dict[str, Any], dict[str, Any], Any]:
-    """Run the graph, recording what the new state fields will hold: every memory version
-    (memory_log) and each turn's prompt composition. Returns (run record, state, graph)."""
+    """Run the graph in memory; returns (run record as in run.json, final state, graph)."""
     graph = compile_graph(task, memory_mode, checkpointer=InMemorySaver())  # type: ignore[arg-type]
     context = RunContext(model=model, long_term=False, **settings)
-    config = {"configurable": {"thread_id": "view-test"}}
-    log: list[dict[str, Any]] = []
-    memories: dict[str, str] = {}
-    transcript: list[dict[str, Any]] = []
-    brief = ""
-    for chunk in graph.stream({}, config, context=context, stream_mode="updates"):
-        for update in chunk.values():
-            if not isinstance(update, dict):
-                continue
-            brief = update.get("brief", brief)
-            for turn in update.get("transcript", []):
-                memory = memories.get(turn["speaker"], "")
-                parts = _prompt_parts(
-                    task, turn["speaker"], brief, turn["phase"], memory, transcript,
-                    context.token_budget,
-                )  # fmt: skip
-                transcript.append(turn | {"context": parts})  # a copy: the state stays as run
-            for role, slot in (update.get("memories") or {}).items():
-                memories[role] = slot["text"]
-                log.append(
-                    {
-                        "role": role,
-                        "version": slot["version"],
-                        "turn": slot["updated_turn"],
-                        "text": slot["text"],
-                        "template": slot["template"],
-                    }
-                )
-    values = dict(graph.get_state(config).values)
-    values["transcript"] = transcript
-    if memory_mode != "none":
-        values["memory_log"] = log
-    settings_record = {
-        k: v for k, v in dataclasses.asdict(context).items() if k not in ("principal",)
-    }
+    values = graph.invoke({}, {"configurable": {"thread_id": "view-test"}}, context=context)
+    final = values.get("final") or {}
     run = {
         "thread_id": "view-test",
         "status": values["status"],
         "task": {"id": task.id, "version": task.version, "fingerprint": task.fingerprint},
         "memory_mode": memory_mode,
-        "settings": settings_record,
-        "turns": len(transcript),
+        "settings": {k: v for k, v in context.model_dump().items() if k != "principal"},
+        "turns": len(values["transcript"]),
         "wall_seconds": 12.5,
         "usage": usage_totals(values["usage"]),
-        "spec_valid": (values.get("final") or {}).get("valid", False),
-        "spec_error": (values.get("final") or {}).get("error", ""),
+        "spec_valid": final.get("valid", False),
+        "spec_error": final.get("error", ""),
         "roles": {r.id: r.name for r in task.roles},
     }
     return run, values, graph
 
 
+def without_view_log(values: dict[str, Any]) -> dict[str, Any]:
+    """The state of a run recorded before the memory log and the prompt composition."""
+    old = {k: v for k, v in values.items() if k != "memory_log"}
+    old["transcript"] = [
+        {k: v for k, v in t.items() if k != "context"} for t in values["transcript"]
+    ]
+    return old
+
+
 @pytest.fixture(scope="module")
 def finished(task: Task) -> tuple[dict[str, Any], dict[str, Any]]:
-    run, values, _ = recorded_run(task, token_budget=1600)
+    run, values, _ = scripted_run(task, token_budget=1600)
     return run, values
 
 
@@ -289,31 +239,44 @@ def test_markdown_is_rendered_as_html(finished):
 
 
 def test_baseline_run_renders_without_memories(task):
-    run, values, _ = recorded_run(task, memory_mode="none")
+    run, values, _ = scripted_run(task, memory_mode="none")
     page = Page(render_view(run, values))
     assert "no intrinsic memory" in page.text_by_id["memory-note"]
     assert not page.with_class("timeline")
     assert len(page.with_class("turn")) == len(values["transcript"])
 
 
-def test_run_in_progress_renders_what_exists(task):
-    run, _, graph = recorded_run(task, token_budget=1600)
+def _middle_of(graph: Any) -> dict[str, Any]:
+    """The state of the run after about ten turns, as a run in progress has it."""
     config = {"configurable": {"thread_id": "view-test"}}
-    middle = next(
+    return next(
         s.values
         for s in graph.get_state_history(config)
         if 8 <= len(s.values.get("transcript", [])) <= 12
     )
-    values = dict(middle)
+
+
+def test_run_in_progress_renders_what_exists(task):
+    _, _, graph = scripted_run(task, token_budget=1600)
+    values = _middle_of(graph)
     run = {"thread_id": "view-test", "status": "running", "memory_mode": "intrinsic"}
     page = Page(render_view(run, values))
     assert "No final design yet" in " ".join(page.text_by_id["in-progress"].split())
     assert len(page.with_class("turn")) == len(values["transcript"])
-    # an old run: no memory log and no prompt composition, say so
+    assert len(page.with_class("version")) == len(values["memory_log"])
+    assert len([i for i in page.ids if i.startswith("prompt-")]) == len(values["transcript"])
+    assert "design" not in page.ids and "memory-note" not in page.ids
+
+
+def test_old_run_without_memory_log_or_prompt_composition_says_so(task):
+    _, _, graph = scripted_run(task, token_budget=1600)
+    values = without_view_log(_middle_of(graph))
+    page = Page(render_view({"thread_id": "view-test", "status": "running"}, values))
+    assert len(page.with_class("turn")) == len(values["transcript"])
     assert "not recorded" in page.text_by_id["memory-note"]
     assert "not recorded" in page.text_by_id["context-note"]
-    assert page.with_class("timeline")  # the final memories are still shown
-    assert "design" not in page.ids
+    assert len(page.with_class("timeline")) == len(values["memories"])  # final memories shown
+    assert not page.with_class("version")
 
 
 def test_show_json_output_renders(finished, task):

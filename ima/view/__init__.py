@@ -19,7 +19,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from ima.errors import UserError
+from ima.core.errors import UserError
 from ima.view.figures import swatch_colours
 from ima.view.model import AGENT_COLOURS
 from ima.view.page import build_page

@@ -7,7 +7,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from ima.graph.outputs import usage_totals
+from ima.runs.outputs import usage_totals
 from ima.view.charts import Bar, Point, Series, cumulative_line, stacked_bars
 from ima.view.model import Agent, TurnView, agent_for
 
