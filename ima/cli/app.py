@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import webbrowser
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,10 +22,12 @@ from ima.core.settings import RunContext
 from ima.graph.builder import compile_graph
 from ima.models import agent_model, describe_model, memory_model
 from ima.models.errors import describe
+from ima.runs.outputs import run_record
 from ima.runs.registry import RunRecord, RunRegistry
 from ima.runs.runner import Reviewer, create_run, execute, load_state, pending_review, resumable
 from ima.runs.sqlite import default_db
 from ima.tasks import available_tasks, load_task, load_task_file
+from ima.view import write_view
 
 app = typer.Typer(
     help="Intrinsic Memory Agents on LangGraph: role agents with private structured memory "
@@ -361,6 +364,44 @@ def show(
         print(json.dumps(display.show_json(record, values), indent=2))
     else:
         console.print(display.show_view(record, values))
+
+
+@app.command("view")
+def view_run(
+    thread: Annotated[str, typer.Argument(help="Thread id (see `ima runs`).")],
+    db: DbOpt = None,  # type: ignore[assignment]
+    out: Annotated[
+        Path | None,
+        typer.Option(help="HTML file to write (default: view.html in the run's output folder)."),
+    ] = None,
+    open_browser: Annotated[
+        bool, typer.Option("--open", help="Open the page in your web browser.")
+    ] = False,
+) -> None:
+    """Write one self-contained HTML page of a run: the meeting, every agent's memory as it
+    evolved (with diffs), what each prompt was made of, token usage and the outcome.
+
+    Works for finished, interrupted and running runs; the page needs no network.
+
+    Examples:\n
+      ima view THREAD --open\n
+      ima view THREAD --out /tmp/run.html
+    """
+    path = _db(db, must_exist=True)
+    registry = RunRegistry(path)
+    try:
+        record = registry.get(thread)
+    finally:
+        registry.close()
+    values = load_state(record, path)
+    roles = {r.id: r.name for r in load_task(record.task_ref).roles}
+    target = out or Path(record.out_dir) / "view.html"
+    if out is None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    write_view(run_record(record, values) | {"roles": roles}, values, target)
+    console.print(f"view: {target}", highlight=False)
+    if open_browser and not webbrowser.open(target.resolve().as_uri()):
+        err.print(f"no web browser found: open {target} yourself", highlight=False)
 
 
 @app.command()
