@@ -168,3 +168,32 @@ def test_workers_answer_the_question_of_their_phase(run_graph, task):
     for turn in workers:
         if turn["phase"] != "consensus":
             assert questions[turn["phase"]] in turn["content"], turn
+
+
+def test_lean_memory_updates_show_the_role_but_not_the_task(task):
+    from langchain_core.callbacks import BaseCallbackHandler
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from ima.core.settings import RunContext
+
+    class Prompts(BaseCallbackHandler):
+        def __init__(self) -> None:
+            self.memory: list[str] = []
+
+        def on_chat_model_start(self, serialized, messages, *, metadata=None, **kwargs):  # type: ignore[override]
+            if (metadata or {}).get("ima_kind") == "memory_update":
+                self.memory.append("\n".join(str(m.content) for m in messages[0]))
+
+    seen = {}
+    for layout in ("lean", "full"):
+        recorder = Prompts()
+        graph = compile_graph(task, "intrinsic", checkpointer=InMemorySaver())
+        context = RunContext(model="scripted", memory_prompt=layout, turn_cap=4)
+        graph.invoke(
+            {}, {"configurable": {"thread_id": "m"}, "callbacks": [recorder]}, context=context
+        )
+        seen[layout] = recorder.memory
+    brief = task.description.strip()[:120]
+    assert all("Data Engineer Agent" in p for p in seen["lean"] if "(DEA)" in p)
+    assert not any(brief in p for p in seen["lean"])
+    assert all(brief in p for p in seen["full"])

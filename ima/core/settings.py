@@ -25,6 +25,7 @@ from ima.core.errors import UserError
 
 TemplateKind = Literal["generic", "manual", "llm"]
 MemoryMode = Literal["intrinsic", "none"]
+MemoryPromptLayout = Literal["lean", "full"]
 MEMORY_MODES: tuple[MemoryMode, ...] = ("intrinsic", "none")
 DEFAULT_MODEL = "embedded"
 CONFIG_FILE = "ima.toml"
@@ -99,6 +100,12 @@ class RunContext(BaseSettings):
     )
     max_turn_words: int = Field(80, ge=1, description="Word limit asked of each agent turn.")
     max_memory_words: int = Field(100, ge=1, description="Word limit asked of each memory rewrite.")
+    memory_prompt: MemoryPromptLayout = Field(
+        "lean",
+        description="What a memory update is shown: lean (the role, template, memory so far "
+        "and latest turn) or full (also the whole task, like the agent's own turn: more "
+        "tokens, but a prefix-caching backend skips the shared part).",
+    )
     memory_concurrency: int = Field(
         0,
         ge=0,

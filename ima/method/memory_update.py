@@ -13,9 +13,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from ima import prompts
-from ima.core.settings import RunContext
+from ima.core.settings import MemoryPromptLayout, RunContext
 from ima.core.state import CallUsage
-from ima.method.prompting import system_prompt
+from ima.method.prompting import role_prompt, system_prompt
 from ima.models.calls import call_model
 from ima.tasks import Task
 
@@ -47,12 +47,13 @@ def update_messages(
     output: str,
     turn: int,
     words: int,
+    layout: MemoryPromptLayout = "lean",
 ) -> list[BaseMessage]:
-    """The update prompt: the agent's template, its memory so far and its latest turn.
-
-    It starts with the same system message as the agent's own turn, so a caching backend
-    evaluates only the update instructions and texts.
+    """The update prompt: the agent's role, its template, its memory so far and its latest
+    turn: what f_memory_update needs. The `full` layout also repeats the task, opening with
+    the agent's own system message, which a prefix-caching backend does not evaluate again.
     """
+    system = role_prompt(task, role_id) if layout == "lean" else system_prompt(task, role_id, brief)
     prompt = prompts.render(
         "memory_update",
         template=template,
@@ -61,7 +62,7 @@ def update_messages(
         turn=turn,
         words=words,
     )
-    return [SystemMessage(system_prompt(task, role_id, brief)), HumanMessage(prompt)]
+    return [SystemMessage(system), HumanMessage(prompt)]
 
 
 def line_changes(old: str, new: str) -> dict[str, int]:

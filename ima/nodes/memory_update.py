@@ -52,6 +52,7 @@ def make_memory_node(task: Task, role_id: str) -> Callable[..., dict[str, Any]]:
             latest["content"],
             latest["index"],
             settings.max_memory_words,
+            settings.memory_prompt,
         )
         metadata = {"ima_kind": "memory_update", "ima_role": role_id, "ima_turn": latest["index"]}
         text, usage = call_model(
