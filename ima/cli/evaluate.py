@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console, RenderableType
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -60,7 +61,7 @@ def _row_line(row: dict[str, Any]) -> str:
     judged = (
         "/".join(str(verdict["scores"][m]) for m in METRICS)
         if verdict.get("status") == "ok"
-        else f"[red]judge failed[/red] ({verdict.get('error', '')})"
+        else f"[red]judge failed[/red] ({escape(str(verdict.get('error', '')))})"
     )
     coverage = (
         f"{len(cov.get('covered', []))}/{cov.get('checked', 0)}" if cov.get("checked") else "n/a"
@@ -79,7 +80,8 @@ def report_only(directory: Path) -> None:
     rows = store.load()
     if store.skipped_lines:
         err.print(
-            f"[yellow]note:[/yellow] ignored {store.skipped_lines} unreadable line(s) in {store.path}"
+            f"[yellow]note:[/yellow] ignored {store.skipped_lines} unreadable line(s) in "
+            f"{escape(str(store.path))}"
         )
     if not rows:
         raise UserError(f"{store.path} holds no finished runs yet")
@@ -217,7 +219,7 @@ def eval_command(
     evaluation.prepare()
     done, todo = evaluation.pending()
     console.print(
-        f"evaluation [bold]{directory}[/bold] · task {task_def.id} v{task_def.version} · "
+        f"evaluation [bold]{escape(str(directory))}[/bold] · task {task_def.id} v{task_def.version} · "
         f"{pairs} pairs (seeds {seed}..{seed + pairs - 1}) · templates {', '.join(templates)} · "
         f"budgets {', '.join(map(str, budgets))} · turn cap {settings.turn_cap}",
         highlight=False,
@@ -290,7 +292,7 @@ def _run(evaluation: Evaluation, done: int, total: int, cap: int) -> int:
         elif event.kind == "error":
             errors += 1
             progress.console.print(
-                f"[red]✗[/red] {label}: {event.detail['error']}", highlight=False
+                f"[red]✗[/red] {label}: {escape(event.detail['error'])}", highlight=False
             )
 
     with progress:
