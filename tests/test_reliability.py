@@ -178,7 +178,9 @@ def test_read_only_commands_work_on_a_database_nobody_may_write(cli, tmp_path):
         assert cli("runs", "--json")[0] == 0
         code, out, _ = cli("show", "ro", "--json")
         assert code == 0 and json.loads(out)["status"] == "finalized"
-        one_line_error(cli("run", *SCRIPTED, "--out", "other", "--db", "runs/ima.sqlite"), "database")
+        one_line_error(
+            cli("run", *SCRIPTED, "--out", "other", "--db", "runs/ima.sqlite"), "database"
+        )
     finally:
         subprocess.run(["chattr", "-i", *map(str, locked)], check=True)
 
