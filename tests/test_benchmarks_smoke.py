@@ -24,6 +24,7 @@ FIGURES = (
     "4. Peak memory of a run",
     "5. Prompt tokens per run",
     "6. 4 `ima run` processes at once on one SQLite file",
+    "7. Memory formation on a server",
 )
 
 
@@ -41,8 +42,8 @@ def test_quick_benchmark_prints_every_figure_and_verdict(tmp_path):
     for title in FIGURES:
         assert title in out, f"missing figure {title!r}"
     verdicts = re.findall(r"^(PASS|FAIL) (.+)$", out, re.M)
-    assert len(verdicts) == 7, out
-    assert re.search(r"\d+ of 7 targets pass", out)
+    assert len(verdicts) == 8, out
+    assert re.search(r"\d+ of 8 targets pass", out)
     assert "naive" in out
 
     data = json.loads(figures.read_text())
