@@ -1,4 +1,4 @@
-"""Speed and scale benchmarks for the real graph (issue 7): `python -m benchmarks.run`.
+"""Speed and scale benchmarks for the real graph: `python -m benchmarks.run`.
 
 Every figure is printed beside a naive reference measured in the same run, with the ratio,
 and each target as a PASS/FAIL line. `--quick` runs 50 and 200 turns instead of 50, 200
