@@ -16,14 +16,6 @@ from langgraph.channels.delta import DeltaChannel
 from typing_extensions import TypedDict
 
 RunStatus = Literal["running", "finalized", "turn_cap", "failed"]
-CallKind = Literal[
-    "agent_turn",
-    "memory_update",
-    "template_generation",
-    "documentation",
-    "judge",
-    "requirement_check",
-]
 
 # Snapshots bound replay time on resume; a high cadence keeps them from dominating storage.
 _SNAPSHOT_EVERY = 5000

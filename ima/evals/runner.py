@@ -38,7 +38,6 @@ from ima.tasks import Task, load_task
 
 DB_FILE = "ima.sqlite"
 RUNS_DIR = "runs"
-SYSTEM_MODES = {"intrinsic": "intrinsic", "baseline": "none"}
 # Settings that may differ between invocations on one eval directory (they define runs).
 PER_RUN = ("template", "token_budget", "seed")
 
