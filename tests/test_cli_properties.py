@@ -61,16 +61,14 @@ def invoke(args: list[str]) -> tuple[int, str]:
     argv = sys.argv
     sys.argv = ["ima", *args]
     code = 0
-    try:
+    try:  # rich consoles follow sys.stdout/sys.stderr, which these redirect
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            cli.console.file, cli.err.file = out, err
             try:
                 cli.main()
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else 1
     finally:
         sys.argv = argv
-        cli.console.file, cli.err.file = sys.stdout, sys.stderr
     return code, out.getvalue() + err.getvalue()
 
 
