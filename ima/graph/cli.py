@@ -14,7 +14,7 @@ from rich.prompt import Prompt
 from rich.table import Table
 
 from ima.errors import UserError
-from ima.evals.cli import eval_command
+from ima.evals.cli import eval_app
 from ima.graph import display
 from ima.graph.builder import compile_graph
 from ima.graph.context import RunContext
@@ -34,7 +34,7 @@ app = typer.Typer(
     rich_markup_mode="rich",
 )
 app.add_typer(memory_app, name="memory")
-app.command("eval")(eval_command)
+app.add_typer(eval_app, name="eval")
 console = Console()
 err = Console(stderr=True, soft_wrap=True)  # errors stay on one line
 
