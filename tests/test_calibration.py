@@ -229,6 +229,7 @@ def test_a_judge_that_tells_the_reference_apart_passes(cal, tmp_path):
     assert a["accuracy"]["overall"]["n"] == 2 * len(cal.variants)
     assert a["verdict"]["discriminates"] is True
     assert a["agreement"]["exact"] == 1.0
+    assert entry["warned_verdicts"] == 0  # its rationales do not restate the criteria
     assert a["designs"][REFERENCE]["mean"] == 9 and a["designs"]["boilerplate"]["mean"] == 4
     assert set(entry["verdicts"]) == {d.id for d in cal.designs}
     assert all(len(v) == 2 for v in entry["verdicts"].values())

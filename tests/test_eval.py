@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from ima.errors import UserError
 from ima.evals import runner as eval_runner
-from ima.evals.cli import eval_command
+from ima.evals.cli import eval_app
 from ima.evals.judge import METRICS
 from ima.evals.store import ResultsStore
 from ima.graph.runner import load_state
@@ -29,7 +29,7 @@ def ima_eval(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     for name in ("IMA_MODEL", "IMA_TEMPLATE", "IMA_TOKEN_BUDGET", "IMA_TURN_CAP", "IMA_REVIEW"):
         monkeypatch.delenv(name, raising=False)
     app = typer.Typer()
-    app.command("eval")(eval_command)
+    app.add_typer(eval_app, name="eval")  # a group: `ima eval` runs, `ima eval calibrate`
     app.command("noop")(lambda: None)  # keeps `eval` a subcommand, as in `ima`
 
     def run(*args: str):

@@ -152,7 +152,8 @@ def _table(entry: dict[str, Any]) -> Table:
             "accuracy: reference above the variant (wins/ties/losses, a tie counts half) · "
             f"spread sd {_fmt(spread['sd_of_design_means'])} · agreement between repeats "
             f"{'n/a' if agree['exact'] is None else format(agree['exact'], '.0%')} · "
-            f"failed verdicts {a['failed_verdicts']}/{a['verdicts']}"
+            f"failed verdicts {a['failed_verdicts']}/{a['verdicts']} · degenerate-looking "
+            f"{entry['warned_verdicts']}"
         ),
     )
     for col, justify in (

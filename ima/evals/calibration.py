@@ -454,6 +454,8 @@ def calibrate(
             ]
             for d, vs in verdicts.items()
         },
+        # scored, but the rationales restate the criteria or repeat each other (judge.py)
+        "warned_verdicts": sum(bool(v.get("warnings")) for vs in verdicts.values() for v in vs),
         "tokens": tokens,
         "seconds": round(time.perf_counter() - started, 3),
         "created_at": datetime.now().isoformat(timespec="seconds"),
@@ -581,6 +583,8 @@ def calibration_md(entry: dict[str, Any], level: int = 2) -> list[str]:
             if agree["cells"]
             else "- Agreement between repeats: n/a (one repeat, or too few usable verdicts)."
         ),
-        f"- Failed verdicts: {a['failed_verdicts']} of {a['verdicts']}.",
+        f"- Failed verdicts: {a['failed_verdicts']} of {a['verdicts']}; scored but "
+        f"degenerate-looking (rationales restate the criteria or repeat each other): "
+        f"{entry.get('warned_verdicts', 'n/a')}.",
     ]
     return lines
