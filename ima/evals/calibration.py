@@ -30,7 +30,7 @@ import json
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -264,12 +264,6 @@ class Tally:
         }
 
 
-@dataclass
-class _Totals:
-    targeted: Tally = field(default_factory=Tally)
-    overall: Tally = field(default_factory=Tally)
-
-
 def _mean(xs: list[float]) -> float | None:
     return statistics.fmean(xs) if xs else None
 
@@ -284,7 +278,7 @@ def analyse(
     """Accuracy, spread, agreement and the verdict from each design's per-repeat scores
     (None: a failed verdict). `scores` holds REFERENCE and every variant in `lowers`."""
     reference = scores[REFERENCE]
-    totals = _Totals()
+    all_targeted, all_overall = Tally(), Tally()
     per_variant = []
     for variant, criteria in lowers.items():
         targeted, overall = Tally(), Tally()
@@ -293,9 +287,9 @@ def analyse(
                 continue
             for criterion in criteria:
                 targeted.add(ref[criterion], var[criterion])
-                totals.targeted.add(ref[criterion], var[criterion])
+                all_targeted.add(ref[criterion], var[criterion])
             overall.add(ref[MEAN], var[MEAN])
-            totals.overall.add(ref[MEAN], var[MEAN])
+            all_overall.add(ref[MEAN], var[MEAN])
         per_variant.append(
             {
                 "id": variant,
@@ -336,8 +330,8 @@ def analyse(
     }
     result = {
         "accuracy": {
-            "targeted": totals.targeted.as_dict(),
-            "overall": totals.overall.as_dict(),
+            "targeted": all_targeted.as_dict(),
+            "overall": all_overall.as_dict(),
         },
         "variants": per_variant,
         "designs": design_rows,
@@ -502,6 +496,8 @@ def find_calibration(
     path = given or directory / CALIBRATION_FILE
     if given is not None and not given.exists():
         raise UserError(f"calibration file {given} not found: run `ima eval calibrate` first")
+    if judge_model is None:  # no config.json: nothing to match
+        return None, ""
     judges = read_calibrations(path)
     if judge_model in judges:
         return judges[judge_model], ""

@@ -204,6 +204,8 @@ def eval_command(
     if ctx.invoked_subcommand is not None:
         _no_options_before(ctx)
         return
+    if calibration_file is not None and not calibration_file.is_file():
+        raise UserError(f"calibration file {calibration_file} not found: check --calibration")
     if report_only_dir is not None:
         report_only(report_only_dir, calibration_file)
         return
