@@ -25,6 +25,7 @@ run: $(VENV)/.installed
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache
 
 test: lint
 	$(BIN)/pytest

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ima.graph.storage import RunRegistry
+from ima.runs.registry import RunRegistry
 
 LOCKED = "database is locked"
 

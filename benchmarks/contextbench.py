@@ -10,12 +10,11 @@ import timeit
 from collections.abc import Callable
 from typing import Any
 
-from ima.graph.context import RunContext
-from ima.graph.state import CallUsage, Turn
-from ima.memory.context import build_context, render_turn
-from ima.memory.tokens import count_tokens
-from ima.nodes.agent import build_turn_prompt
-from ima.nodes.schedule import initial_position
+from ima.core.settings import RunContext
+from ima.core.state import CallUsage, Turn
+from ima.core.tokens import count_tokens
+from ima.method.agent_context import build_context, build_turn_prompt, render_turn
+from ima.method.schedule import initial_position
 from ima.tasks import Task
 
 _NO_USAGE = CallUsage(input_tokens=0, output_tokens=0, calls=0, seconds=0.0, estimated_calls=0)
@@ -111,7 +110,7 @@ def measure(task: Task, lengths: list[int], budget: int = 2048) -> list[dict[str
         }
 
     # Task, role and instruction: the prompt with no memory and no history.
-    fixed = build_turn_prompt(task, role, state_with([], ""), settings, True)[1]
+    fixed = build_turn_prompt(task, role, state_with([], ""), settings, True).tokens
     rows, ours, naive = [], {}, {}
     for length in lengths:
         transcript = longest[-length:]
@@ -124,7 +123,7 @@ def measure(task: Task, lengths: list[int], budget: int = 2048) -> list[dict[str
                 "history": length,
                 "history_tokens": sum(t["tokens"] for t in transcript),
                 "kept_turns": len(context.turns),
-                "prompt_tokens": build_turn_prompt(task, role, state, settings, True)[1],
+                "prompt_tokens": build_turn_prompt(task, role, state, settings, True).tokens,
             }
         )
         ours[length, "ours_context_s"] = lambda t=transcript: build_context(

@@ -16,13 +16,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ima.graph import storage
+from ima.core.settings import RunContext
+from ima.core.tokens import count_tokens
 from ima.graph.builder import compile_graph
-from ima.graph.context import RunContext
-from ima.graph.storage import open_checkpointer
-from ima.memory.context import Context
-from ima.memory.tokens import count_tokens
-from ima.nodes import agent as agent_module
+from ima.models import agent_model
+from ima.runs import checkpoints
+from ima.runs.checkpoints import open_checkpointer
 from ima.tasks import load_task
 
 MODEL = "scripted:reject_rounds=100000"  # the reviewer rejects every vote: no consensus
@@ -54,35 +53,16 @@ def _live_bytes(conn: Any) -> int:
 
 def _compact(saver: Any, graph: Any, config: Any) -> bool:
     """What `ima run` does when a run ends, if this version of ima compacts finished runs."""
-    compact = getattr(storage, "compact_thread", None)
+    compact = getattr(checkpoints, "compact_thread", None)
     if compact is None:
         return False
     compact(saver, graph, config)
     return True
 
 
-class _KeptTokens:
-    """Records, per agent turn, the tokens of the history turns that fit its context.
-
-    Wraps the agent node's `build_context` (the call itself is unchanged); the naive
-    whole-history prompt of turn i is then: our prompt - kept_i + all history before i.
-    """
-
-    def __init__(self) -> None:
-        self.kept: list[int] = []
-        self.original = agent_module.build_context
-
-    def __call__(self, **kwargs: Any) -> Context:
-        context = self.original(**kwargs)
-        self.kept.append(sum(t["tokens"] for t in context.turns))
-        return context
-
-
 def run_graph(variant: str, turns: int, budget: int = 2048) -> dict[str, Any]:
     """Run `turns` turns of the data-pipeline task; `variant` is `ours` or `naive`."""
     task = load_task("data-pipeline")
-    kept = _KeptTokens()
-    agent_module.build_context = kept  # type: ignore[assignment]
     settings = RunContext(
         model=MODEL, turn_cap=turns, token_budget=budget, template="generic", seed=0
     )
@@ -97,7 +77,7 @@ def run_graph(variant: str, turns: int, budget: int = 2048) -> dict[str, Any]:
                 graph = compile_graph(task, "intrinsic", checkpointer=saver)  # type: ignore[arg-type]
             config: Any = {"configurable": {"thread_id": f"bench-{variant}-{turns}"}}
             count_tokens("warm up")  # the tokenizer's vocabulary is not the run's own memory
-            settings.chat_model()
+            agent_model(settings)
             rss_before = _rss_kib()
             stamps: list[float] = []  # wall clock at each agent turn
             cpu: list[float] = []  # process CPU time (all threads) at each agent turn
@@ -133,7 +113,6 @@ def run_graph(variant: str, turns: int, budget: int = 2048) -> dict[str, Any]:
             after = graph.get_state(config).values
             load_after_seconds = time.perf_counter() - loaded
         db_bytes = _db_bytes(Path(tmp))
-    agent_module.build_context = kept.original  # type: ignore[assignment]
 
     transcript = values["transcript"]
     intervals = [b - a for a, b in itertools.pairwise(stamps)]
@@ -142,10 +121,10 @@ def run_graph(variant: str, turns: int, budget: int = 2048) -> dict[str, Any]:
     history = 0
     ours_prompts: list[int] = []
     naive_prompts: list[int] = []
-    for turn, kept_tokens in zip(transcript, kept.kept, strict=False):
+    for turn in transcript:  # a turn records the history tokens its prompt kept
         ours = turn["usage"]["input_tokens"]
         ours_prompts.append(ours)
-        naive_prompts.append(ours - kept_tokens + history)
+        naive_prompts.append(ours - turn["context"]["history"] + history)
         history += turn["tokens"]
     usage = values.get("usage", {})
     memory_prompt_tokens = sum(
@@ -181,7 +160,7 @@ def run_graph(variant: str, turns: int, budget: int = 2048) -> dict[str, Any]:
         "max_prompt_tokens": max(ours_prompts, default=0),
         "naive_prompt_tokens": sum(naive_prompts),
         "memory_prompt_tokens": memory_prompt_tokens,
-        "instrumented_turns": len(kept.kept),
+        "instrumented_turns": sum("context" in t for t in transcript),
         "transcript_sha1": digest,
         "pid": os.getpid(),
     }

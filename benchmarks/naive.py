@@ -28,8 +28,8 @@ from langgraph.channels.delta import DeltaChannel
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
+from ima.core.state import InputState, State
 from ima.graph import builder
-from ima.graph.state import InputState, State
 from ima.tasks import Task
 
 

@@ -65,7 +65,7 @@ def graph_run(variant: str, turns: int, budget: int) -> dict[str, Any]:
 
 def sqlite_settings() -> str:
     """The pragmas `open_checkpointer` really sets."""
-    from ima.graph.storage import open_checkpointer
+    from ima.runs.checkpoints import open_checkpointer
 
     with tempfile.TemporaryDirectory() as tmp, open_checkpointer(Path(tmp) / "p.sqlite") as saver:
         conn = saver.conn

@@ -1,3 +1,3 @@
-from ima.graph.cli import main
+from ima.cli.app import main
 
 main()

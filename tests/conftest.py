@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
+from ima.core.settings import RunContext
 from ima.graph.builder import compile_graph
-from ima.graph.context import RunContext
 from ima.tasks import Task, load_task
 
 
@@ -35,7 +35,7 @@ def run_graph(task: Task) -> Callable[..., dict[str, Any]]:
 @pytest.fixture
 def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path):
     """Run `ima ARGS` in-process; returns (exit code, stdout, stderr)."""
-    from ima.graph import cli as cli_module
+    from ima.cli import app as cli_module
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("COLUMNS", "200")

@@ -14,7 +14,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from ima.errors import UserError
+from ima.core.errors import UserError
 from ima.evals import calibration
 from ima.evals.calibration import (
     MEAN,

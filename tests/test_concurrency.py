@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ima.graph.runner import load_state
-from ima.graph.storage import RunRegistry
+from ima.runs.registry import RunRegistry
+from ima.runs.runner import load_state
 
 pytestmark = pytest.mark.slow
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ima.errors import UserError
+from ima.core.errors import UserError
 from ima.evals.content import (
     content_metrics,
     content_summary,

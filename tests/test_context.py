@@ -8,10 +8,10 @@ from typing import Any
 from langchain_core.callbacks import BaseCallbackHandler
 from langgraph.checkpoint.memory import InMemorySaver
 
+from ima.core.settings import RunContext
+from ima.core.tokens import count_tokens
 from ima.graph.builder import compile_graph
-from ima.graph.context import RunContext
-from ima.memory.context import build_context, recent_turns, render_turn
-from ima.memory.tokens import count_tokens
+from ima.method.agent_context import build_context, recent_turns, render_turn
 
 
 class PromptRecorder(BaseCallbackHandler):
@@ -78,8 +78,15 @@ def test_every_agent_context_in_a_run_stays_within_a_small_budget(task):
     # A late agent: the last ERA turn sees the task, its own memory, and only recent turns.
     meta, (system, human) = next((m, msgs) for m, msgs in reversed(turns) if m["ima_role"] == "ERA")
     assert task.description.strip()[:200] in system.content
-    assert "ERA working memory" in human.content
-    assert "KIA working memory" not in human.content
+
+    def memory_before(role: str) -> str:  # the role's memory as it was when ERA spoke
+        versions = [
+            v for v in out["memory_log"] if v["role"] == role and v["turn"] < meta["ima_turn"]
+        ]
+        return versions[-1]["text"]
+
+    assert memory_before("ERA") in human.content
+    assert memory_before("KIA") not in human.content
     shown = [
         t["index"] for t in out["transcript"] if f"[{t['index']}] {t['speaker']}:" in human.content
     ]

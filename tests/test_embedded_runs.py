@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
+from ima.core.settings import RunContext
 from ima.graph.builder import compile_graph
-from ima.graph.context import RunContext
 
 pytestmark = pytest.mark.model
 

@@ -9,14 +9,14 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from ima.errors import UserError
+from ima.cli.evaluate import eval_app
+from ima.core.errors import UserError
 from ima.evals import runner as eval_runner
-from ima.evals.cli import eval_app
 from ima.evals.judge import METRICS
 from ima.evals.store import ResultsStore
-from ima.graph.runner import load_state
-from ima.graph.storage import RunRegistry
 from ima.models.scripted import ScriptedChatModel
+from ima.runs.registry import RunRegistry
+from ima.runs.runner import load_state
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -201,7 +201,7 @@ def test_unparseable_verdicts_are_counted_and_excluded(ima_eval, tmp_path, monke
         "load_chat_model",
         lambda spec, *a, **k: bad if spec == "scripted:judge" else real_load(spec, *a, **k),
     )
-    monkeypatch.setattr("ima.evals.cli.load_chat_model", lambda *a, **k: bad)
+    monkeypatch.setattr("ima.cli.evaluate.load_chat_model", lambda *a, **k: bad)
     result = ima_eval(
         "--model", "scripted", "--judge-model", "scripted:judge", "--pairs", "1",
         "--turn-cap", "4", "--out", str(out),
@@ -259,7 +259,7 @@ def test_resuming_with_other_settings_is_refused(ima_eval, tmp_path):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (("--template", "fancy"), "unknown template"),
+        (("--template", "fancy"), "template='fancy' is invalid"),
         (("--budget", "ten"), "bad budget list"),
         (("--budget", "10"), "token budget 10 is smaller"),
         (("--pairs", "0"), "at least 1"),

@@ -10,7 +10,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from ima.evals.cli import eval_command
+from ima.cli.evaluate import eval_command
 from ima.evals.judge import METRICS
 
 pytestmark = pytest.mark.model

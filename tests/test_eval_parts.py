@@ -199,8 +199,8 @@ def test_verdict_that_parses_on_a_retry_is_used():
     assert verdict["status"] == "ok" and verdict["attempts"] == 3
     assert set(verdict["scores"]) == set(METRICS) and verdict["answers"] == []
     again = judge_design(ScriptedChatModel(), subject="t1", **DESIGN)
-    assert again["scores"] == verdict["scores"]  # deterministic per judged run
-    other = judge_design(ScriptedChatModel(), subject="t2", **DESIGN)
+    assert again["scores"] == verdict["scores"]  # the same design gets the same verdict
+    other = judge_design(ScriptedChatModel(), subject="t2", **(DESIGN | {"design": "## Plan\nB"}))
     assert other["scores"] != verdict["scores"]
 
 

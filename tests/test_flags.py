@@ -2,7 +2,7 @@
 
 import pytest
 
-from ima.nodes.flags import parse_flags, parse_vote
+from ima.method.votes import parse_flags, parse_vote
 
 
 @pytest.mark.parametrize(

@@ -7,9 +7,9 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from ima.errors import UserError
+from ima.cli.memory import memory_app
+from ima.core.errors import UserError
 from ima.longterm import MemoryHub, Policy, PolicySet, RunOutcome, learn
-from ima.longterm.cli import memory_app
 
 MEMORY = (
     "## Decisions\n- Storage format: Parquet on object storage\n- Ingest through Kafka topics\n"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from langgraph.store.memory import InMemoryStore
 
-from ima.errors import UserError
+from ima.core.errors import UserError
 from ima.longterm import MemoryHub, Policy, PolicySet, RunOutcome, learn, load_policy
 from ima.longterm.namespaces import private
 from ima.longterm.policy import DAY, parse_policy

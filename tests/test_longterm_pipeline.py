@@ -5,12 +5,12 @@ from __future__ import annotations
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langgraph.store.memory import InMemoryStore
 
+from ima.core.tokens import count_tokens
 from ima.longterm import LlmDrafter, MemoryHub, Policy, PolicySet, RunOutcome, learn
 from ima.longterm.namespaces import private
 from ima.longterm.pipeline import rule_drafter
 from ima.longterm.policy import Limits
 from ima.longterm.retrieval import starting_memory
-from ima.memory.tokens import count_tokens
 from ima.prompts import load
 
 GENERIC_MEMORY = """## Task goal

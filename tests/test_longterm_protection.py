@@ -9,6 +9,7 @@ import sqlite3
 import pytest
 from langgraph.store.memory import InMemoryStore
 
+from ima.core.settings import RunContext
 from ima.longterm import (
     Limits,
     MemoryHub,
@@ -17,6 +18,7 @@ from ima.longterm import (
     Refused,
     RunOutcome,
     learn,
+    learn_from_run,
     load_starting_memory,
     open_session,
 )
@@ -150,51 +152,37 @@ class BrokenStore(InMemoryStore):
 
 
 def test_the_run_goes_on_and_says_so(tmp_path):
-    class Settings:  # RunContext-like; the real fields are added by the runner
-        long_term = True
-        principal = "alice"
-        memory_store = str(tmp_path / "file" / "memory.sqlite")
-        long_term_budget = 300
-        long_term_policy = ""
-
+    settings = RunContext(principal="alice", memory_store=str(tmp_path / "file" / "m.sqlite"))
     (tmp_path / "file").write_text("not a directory")
-    session = open_session(Settings())
+    session = open_session(settings)
     assert session.hub is None and session.store is None
     assert session.status["available"] is False
     assert "this run goes on without it" in session.note
-    report = session.learn("run0", {"status": "finalized", "memories": {}})
-    assert report["available"] is False
-    texts, report = load_starting_memory(Settings(), ["BOA"], BrokenStore())
+    report = learn_from_run(settings, session.store, "run0", {"status": "finalized"})
+    assert report["available"] is False and report["learned"] is False
+    assert session.run_record({})["learned"]["available"] is False
+    texts, report = load_starting_memory(settings, ["BOA"], BrokenStore())
     assert texts == {} and report["available"] is False and "disk I/O error" in report["reason"]
-    texts, report = load_starting_memory(Settings(), ["BOA"], None)
+    texts, report = load_starting_memory(settings, ["BOA"], None)
     assert texts == {} and report["available"] is False
-    Settings.long_term = False
-    assert load_starting_memory(Settings(), ["BOA"], InMemoryStore()) == ({}, {"enabled": False})
-    off = open_session(Settings())
+    settings = settings.with_values(long_term=False)
+    assert load_starting_memory(settings, ["BOA"], InMemoryStore()) == ({}, {"enabled": False})
+    off = open_session(settings)
     assert off.note == "" and off.store is None  # the user's choice: nothing to warn about
-    assert off.run_record({}, off.learn("run0", {})) == {
-        "start": {"enabled": False},
-        "learned": {"enabled": False},
-    }
+    assert off.run_record({}) == {"start": {"enabled": False}, "learned": {"enabled": False}}
+    assert learn_from_run(settings, InMemoryStore(), "run0", {}) == {"enabled": False}
 
 
-def test_a_store_failing_after_the_run_does_not_fail_it(tmp_path):
-    class Settings:
-        principal = "alice"
-        memory_store = str(tmp_path / "m.sqlite")
-
-    session = open_session(Settings())
-    assert session.hub is not None
-    session.hub._store = BrokenStore()
+def test_a_store_failing_after_the_run_does_not_fail_it():
     values = {
         "status": "finalized",
         "memories": {
             "BOA": {"text": "## Decisions\n- Use Parquet files", "version": 2, "updated_turn": 3}
         },
     }
-    report = session.learn("run0", values)
+    report = learn_from_run(RunContext(principal="alice"), BrokenStore(), "run0", values)
     assert report["available"] is False and report["learned"] is False
-    session.close()
+    assert "disk I/O error" in report["reason"]
 
 
 def test_provenance_is_screened_too():

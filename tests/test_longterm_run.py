@@ -1,22 +1,13 @@
 """End to end: a second run of the same task starts with the first run's matured lessons
-(scripted model, through ima.graph.runner). Skipped until the runner, the setup node and
-RunContext are wired to ima.longterm (see the integration notes in ima/longterm/runtime.py)."""
+(scripted model, through ima.runs.runner)."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import fields
 from pathlib import Path
 
-import pytest
-
-from ima.graph.context import RunContext
+from ima.core.settings import RunContext
 from ima.models.scripted import ScriptedChatModel
-
-pytestmark = pytest.mark.skipif(
-    "long_term" not in {f.name for f in fields(RunContext)},
-    reason="long-term memory is not wired into RunContext / the runner yet",
-)
 
 LESSON = "Storage format: Parquet on object storage for raw sensor logs"
 
@@ -24,12 +15,12 @@ LESSON = "Storage format: Parquet on object storage for raw sensor logs"
 class LessonModel(ScriptedChatModel):
     """The scripted model, whose memory rewrites also record a decision the team reached."""
 
-    def _memory(self, prompt, meta):
-        return super()._memory(prompt, meta) + f"\n## Decisions and current status\n- {LESSON}"
+    def _memory(self, prompt):
+        return super()._memory(prompt) + f"\n## Decisions and current status\n- {LESSON}"
 
 
 def test_a_second_run_starts_with_the_first_runs_matured_lessons(tmp_path, monkeypatch, task):
-    from ima.graph.runner import create_run, execute
+    from ima.runs.runner import create_run, execute
 
     model = LessonModel()
     monkeypatch.setattr("ima.models.load_chat_model", lambda *a, **k: model)
@@ -69,7 +60,7 @@ def test_a_second_run_starts_with_the_first_runs_matured_lessons(tmp_path, monke
     for role in speakers:
         assert f"- {LESSON}" in starts[role]
     loaded = second["long_term"]["start"]
-    assert loaded["available"] and loaded["loaded"]["private"] == len(speakers)
+    assert loaded["available"] and loaded["loaded"]["private"] >= len(speakers)
     assert LESSON not in json.dumps(second["long_term"])  # the record holds ids, not text
 
     _, starts, _ = run("bob")  # another principal starts from nothing
@@ -79,7 +70,7 @@ def test_a_second_run_starts_with_the_first_runs_matured_lessons(tmp_path, monke
 
 
 def test_an_unusable_store_lets_the_run_go_on_and_says_so(tmp_path, monkeypatch):
-    from ima.graph.runner import create_run, execute
+    from ima.runs.runner import create_run, execute
 
     (tmp_path / "blocker").write_text("a file where a directory should be")
     context = RunContext(model="scripted", memory_store=str(tmp_path / "blocker" / "m.sqlite"))

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ima.graph.runner import load_state
-from ima.graph.storage import RunRegistry
+from ima.runs.registry import RunRegistry
+from ima.runs.runner import load_state
 
 pytestmark = pytest.mark.slow
 
@@ -33,9 +33,11 @@ def turns_so_far(db: Path, thread: str) -> int:
     return len(load_state(record, db).get("transcript", [])) if record else 0
 
 
-def test_sigkill_then_resume_gives_the_uninterrupted_transcript(tmp_path):
+@pytest.mark.parametrize("concurrency", ["1", "2"])
+def test_sigkill_then_resume_gives_the_uninterrupted_transcript(tmp_path, concurrency):
     db = tmp_path / "runs" / "ima.sqlite"
     common = ["--model", "scripted:delay=0.05", "--seed", "7", "--json"]
+    common += ["--memory-concurrency", concurrency]
     proc = subprocess.Popen(
         [sys.executable, "-m", "ima", "run", "--thread", "killed", *common],
         cwd=tmp_path,
@@ -52,18 +54,27 @@ def test_sigkill_then_resume_gives_the_uninterrupted_transcript(tmp_path):
 
     listed = json.loads(ima("runs", "--json", cwd=tmp_path).stdout)
     assert listed[0]["status"] == "interrupted"
+    registry = RunRegistry(db)
+    spent_before_kill = registry.get("killed").wall_seconds  # kept step by step
+    registry.close()
+    assert spent_before_kill >= 9 * 0.05
 
     resumed = ima("resume", "killed", "--json", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
-    assert json.loads(resumed.stdout)["status"] == "finalized"
+    record = json.loads(resumed.stdout)
+    assert record["status"] == "finalized"
+    assert record["wall_seconds"] >= spent_before_kill + (record["turns"] - killed_at) * 0.05
 
     reference = ima("run", "--thread", "reference", *common, cwd=tmp_path)
     assert reference.returncode == 0, reference.stderr
 
+    def shown(thread: str) -> dict:
+        return json.loads(ima("show", thread, "--json", cwd=tmp_path).stdout)
+
     def transcript(thread: str) -> list[tuple[int, str, str]]:
-        shown = json.loads(ima("show", thread, "--json", cwd=tmp_path).stdout)
-        return [(t["turn"], t["speaker"], t["content"]) for t in shown["transcript"]]
+        return [(t["turn"], t["speaker"], t["content"]) for t in shown(thread)["transcript"]]
 
     resumed_turns = transcript("killed")
     assert [t[0] for t in resumed_turns] == list(range(1, len(resumed_turns) + 1))
     assert resumed_turns == transcript("reference")
+    assert shown("killed")["memories"] == shown("reference")["memories"]

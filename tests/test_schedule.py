@@ -1,6 +1,6 @@
 """Algorithm 2: the modified round robin, phases, consensus and the turn cap."""
 
-from ima.nodes.schedule import round_order
+from ima.method.schedule import round_order
 
 WORKERS = ["BOA", "DEA", "MLA", "IA"]
 

@@ -30,7 +30,8 @@ import pytest
 import yaml
 from langgraph_sdk import get_client
 
-from ima.graph.builder import compile_graph, memory_node_name
+from ima.graph.builder import compile_graph
+from ima.nodes.memory_update import memory_node_name
 from ima.tasks import Task, load_task
 
 pytestmark = pytest.mark.slow
@@ -180,7 +181,7 @@ def test_streamed_run_review_resume_history_and_fork(server: str, task: Task) ->
             client, thread_id, "intrinsic", command={"resume": {"approve": True}}, context=context
         )
         names = [name for name, _ in second["updates"]]
-        assert names[0] == "human_review" and names[-1] == "documentation"
+        assert names[0] == "human_review" and names[-2:] == ["documentation", "learn"]
         final = await client.threads.get_state(thread_id)
         values = final["values"]
         assert final["next"] == [] and values["status"] == "finalized"
@@ -205,7 +206,7 @@ def test_streamed_run_review_resume_history_and_fork(server: str, task: Task) ->
         assert versions[0] == sum(spoke[r] for r in task.speakers) and versions[-1] == 0
 
         # 5. Fork: re-run from the last checkpoint with 10 turns (after turn 10, its memory
-        #    update and the router's pick of the next speaker) with another seed. Turns 1-10
+        #    update and the router's pick of the next speaker), sampling with another seed. Turns 1-10
         #    are shared; the fork's turns differ from there.
         original = values["transcript"]
         after_10 = next(h for h in history if len(h["values"]["transcript"]) == 10)
@@ -216,7 +217,7 @@ def test_streamed_run_review_resume_history_and_fork(server: str, task: Task) ->
             "intrinsic",
             input=None,
             checkpoint_id=after_10["checkpoint_id"],
-            context=SCRIPTED | {"seed": 7},
+            context=SCRIPTED | {"seed": 7, "temperature": 0.7},  # sampled: the seed matters
         )
         assert fork["updates"][0][0] == original[10]["speaker"]
         assert (fork["custom"][0]["event"], fork["custom"][0]["turn"]) == ("turn", 11)
@@ -390,3 +391,29 @@ def test_docs_show_the_tested_example() -> None:
     assert showing, "README.md should show examples/sdk_client.py"
     for doc in showing:
         assert example in doc.read_text(), f"{doc.name} shows an old copy of the example"
+
+
+def test_a_server_run_learns_long_term_lessons_like_a_cli_run(server: str, tmp_path: Path) -> None:
+    """The learning node writes through the server's store: a second run started from the
+    SDK begins with what the first one taught each agent."""
+    policy = tmp_path / "policy.toml"
+    policy.write_text("[default]\nmin_support = 1\n")  # one finalized run matures a lesson
+    context = SCRIPTED | {"principal": "studio", "long_term_policy": str(policy)}
+
+    async def scenario() -> tuple[dict, dict, list]:
+        client = get_client(url=server)
+        runs = []
+        for _ in range(2):
+            thread_id = (await client.threads.create())["thread_id"]
+            runs.append(await client.runs.wait(thread_id, "intrinsic", input={}, context=context))
+        stored = await client.store.search_items(("ima_longterm", "studio"), limit=100)
+        return runs[0], runs[1], stored["items"]
+
+    first, second, stored = run(scenario())
+    learned = first["long_term"]["learned"]
+    assert learned["learned"] is True and sum(learned["added"].values()) > 0
+    assert {tuple(i["namespace"][:3]) for i in stored} >= {("ima_longterm", "studio", "private")}
+    start = second["long_term"]["start"]
+    assert start["available"] and start["loaded"]["private"] > 0
+    lessons = [s for s in second["memory_log"] if s["version"] == 0 and s["text"]]
+    assert lessons and all("Lessons from my earlier runs" in s["text"] for s in lessons)

@@ -40,7 +40,7 @@ import yaml
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ima.errors import UserError
+from ima.core.errors import UserError
 from ima.evals.judge import LABELS, MAX_ATTEMPTS, METRICS, judge_design
 from ima.evals.store import write_json_atomic, write_text_atomic
 from ima.tasks import TASKS_DIR, Task, available_tasks, load_task

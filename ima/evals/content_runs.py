@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ima.errors import UserError
+from ima.core.errors import UserError
 from ima.evals.content import content_metrics
-from ima.graph.runner import load_state
-from ima.graph.storage import RunRegistry
+from ima.runs.registry import RunRegistry
+from ima.runs.runner import load_state
 from ima.tasks import Task, load_task
 
 

@@ -1,6 +1,6 @@
 """Paired evaluation runs: both systems over the same seeds, judged and stored one by one.
 
-Runs go through `ima.graph.runner` (create_run / execute), each on its own thread in the
+Runs go through `ima.runs.runner` (create_run / execute), each on its own thread in the
 evaluation's SQLite file and with its own outputs directory. A run is appended to
 results.jsonl as soon as it is judged; on a new invocation, stored runs are skipped, a
 finished-but-unjudged thread is judged without re-running, and an interrupted thread is
@@ -18,14 +18,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ima.errors import UserError
+from ima.core.errors import UserError
+from ima.core.settings import RunContext
 from ima.evals.content_runs import run_content
 from ima.evals.coverage import evidence_coverage, llm_coverage
 from ima.evals.judge import MAX_ATTEMPTS, judge_design
 from ima.evals.store import CONFIG_FILE, ResultsStore, read_config, write_json_atomic
-from ima.graph.context import RunContext
-from ima.graph.outputs import run_record, write_outputs
-from ima.graph.runner import (
+from ima.models import load_chat_model
+from ima.runs.outputs import run_record, write_outputs
+from ima.runs.registry import RunRecord, RunRegistry
+from ima.runs.runner import (
     FINISHED,
     Listener,
     create_run,
@@ -33,8 +35,6 @@ from ima.graph.runner import (
     load_state,
     validate_settings,
 )
-from ima.graph.storage import RunRecord, RunRegistry
-from ima.models import load_chat_model
 from ima.tasks import Task, load_task
 
 DB_FILE = "ima.sqlite"
@@ -202,8 +202,7 @@ class Evaluation:
             "token_budget": run.budget,
             "seed": run.seed,
         }
-        if "review" in values:
-            values["review"] = False  # nobody answers a review question during an evaluation
+        values["review"] = False  # nobody answers a review question during an evaluation
         return RunContext(**values)
 
     # -- running

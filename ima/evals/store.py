@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ima.errors import UserError
+from ima.core.errors import UserError
 
 RESULTS_FILE = "results.jsonl"
 CONFIG_FILE = "config.json"

@@ -21,7 +21,7 @@ from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import BaseModel
 
 from ima import prompts
-from ima.graph.state import CallUsage
+from ima.core.state import CallUsage
 from ima.models import json_constrained
 from ima.models.calls import call_model
 

@@ -1,8 +1,11 @@
-"""The one graph factory used by the CLI, the tests and langgraph.json.
+"""Where the graph is assembled: the one factory used by the CLI, the tests, the
+benchmarks and langgraph.json.
 
 It reads like the architecture: setup, then the router choosing the next speaker; each
-agent node is followed by its own memory-update node (intrinsic mode) and returns to the
-router; the router's FINALIZE / turn-cap edge leads to the documentation node and END.
+agent node is followed by its own memory-update node (intrinsic mode) and the router; the
+router's FINALIZE / turn-cap edge leads to the documentation node, then learning, then END.
+With `memory_concurrency` 2 an agent's turn goes to the router first, which runs the
+agent's memory update beside the next speaker's turn.
 """
 
 from __future__ import annotations
@@ -12,22 +15,17 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from ima.graph.context import MemoryMode, RunContext
-from ima.graph.state import InputState, State
+from ima.core.settings import MemoryMode, RunContext
+from ima.core.state import InputState, State
+from ima.method.schedule import DOCUMENTATION
 from ima.nodes.agent import make_agent_node
 from ima.nodes.documentation import make_documentation_node
-from ima.nodes.memory import make_memory_node
+from ima.nodes.learning import LEARN, make_learning_node
+from ima.nodes.memory_update import make_memory_node, memory_node_name
 from ima.nodes.review import REVIEW, make_review_node
-from ima.nodes.router import make_router_node, route
-from ima.nodes.schedule import DOCUMENTATION
+from ima.nodes.router import ROUTER, after_turn, make_router_node, route
 from ima.nodes.setup import make_setup_node
 from ima.tasks import Task
-
-MEMORY_MODES: tuple[MemoryMode, ...] = ("intrinsic", "none")
-
-
-def memory_node_name(role_id: str) -> str:
-    return f"{role_id}_memory"
 
 
 def build_graph(task: Task, memory_mode: MemoryMode = "intrinsic") -> StateGraph:
@@ -35,23 +33,32 @@ def build_graph(task: Task, memory_mode: MemoryMode = "intrinsic") -> StateGraph
     with_memory = memory_mode == "intrinsic"
     graph = StateGraph(State, input_schema=InputState, context_schema=RunContext)
     graph.add_node("setup", make_setup_node(task, with_memory))
-    graph.add_node("router", make_router_node(task))
+    graph.add_node(ROUTER, make_router_node(task))
+    memory_nodes = []
     for role_id in task.speakers:
         graph.add_node(role_id, make_agent_node(task, role_id, with_memory))
-        if with_memory:
-            graph.add_node(memory_node_name(role_id), make_memory_node(task, role_id))
-            graph.add_edge(role_id, memory_node_name(role_id))
-            graph.add_edge(memory_node_name(role_id), "router")
+        if with_memory:  # each agent is followed by its own memory update
+            memory = memory_node_name(role_id)
+            memory_nodes.append(memory)
+            graph.add_node(memory, make_memory_node(task, role_id))
+            graph.add_conditional_edges(role_id, after_turn(role_id), [memory, ROUTER])
+            graph.add_edge(memory, ROUTER)
         else:
-            graph.add_edge(role_id, "router")
+            graph.add_edge(role_id, ROUTER)
     graph.add_node(DOCUMENTATION, make_documentation_node(task))
     first = task.schedule.facilitator
     graph.add_node(REVIEW, make_review_node(task), destinations=(first,))
     graph.add_edge(START, "setup")
-    graph.add_edge("setup", "router")
-    destinations = {r: r for r in task.speakers} | {DOCUMENTATION: DOCUMENTATION, REVIEW: REVIEW}
-    graph.add_conditional_edges("router", route, destinations)
-    graph.add_edge(DOCUMENTATION, END)
+    graph.add_edge("setup", ROUTER)
+    graph.add_conditional_edges(
+        ROUTER, route, [*task.speakers, *memory_nodes, DOCUMENTATION, REVIEW]
+    )
+    if with_memory:  # what the run taught each agent goes to long-term memory
+        graph.add_node(LEARN, make_learning_node())
+        graph.add_edge(DOCUMENTATION, LEARN)
+        graph.add_edge(LEARN, END)
+    else:
+        graph.add_edge(DOCUMENTATION, END)
     return graph
 
 

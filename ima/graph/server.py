@@ -16,31 +16,28 @@ data-pipeline task, so the graph view renders with no context at all.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
+from pydantic import Field
 
+from ima.core.settings import MemoryMode, RunContext
 from ima.graph.builder import compile_graph
-from ima.graph.context import MemoryMode, RunContext
 from ima.tasks import load_task
 
 DEFAULT_TASK = "data-pipeline"
 
 
-@dataclass(kw_only=True)
 class ServerContext(RunContext):
     """The run settings plus the task, as Studio shows them (the graph's context schema)."""
 
-    task: str = field(
-        default=DEFAULT_TASK,
-        metadata={
-            "description": "Task id (see `ima tasks`) or path to a task YAML file. It shapes "
-            "the graph, so set it on an assistant: the graph view, the thread state and every "
-            "run of that assistant then use the same task."
-        },
+    task: str = Field(
+        DEFAULT_TASK,
+        description="Task id (see `ima tasks`) or path to a task YAML file. It shapes the "
+        "graph, so set it on an assistant: the graph view, the thread state and every run of "
+        "that assistant then use the same task.",
     )
 
 

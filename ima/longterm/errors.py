@@ -7,7 +7,7 @@ prints them in one line) or a refused out-of-scope record.
 
 from __future__ import annotations
 
-from ima.errors import UserError
+from ima.core.errors import UserError
 
 
 class LongTermError(Exception):

@@ -103,7 +103,7 @@ class RunOutcome:
 
     @classmethod
     def from_values(cls, thread: str, values: Mapping[str, Any]) -> RunOutcome:
-        """From the graph's final state values (as ima.graph.runner.execute returns them)."""
+        """From the graph's final state values (as ima.runs.runner.execute returns them)."""
         slots = values.get("memories") or {}
         return cls(
             thread=thread,

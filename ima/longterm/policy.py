@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from ima.errors import UserError
+from ima.core.errors import UserError
 from ima.longterm.namespaces import Scope
 
 DAY = 86400.0

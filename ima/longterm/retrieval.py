@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ima import prompts
+from ima.core.tokens import count_tokens
 from ima.longterm.errors import ScopeViolation
 from ima.longterm.hub import MemoryHub
 from ima.longterm.namespaces import SHARED, Scope, private
 from ima.longterm.records import Item
 from ima.longterm.synthesis import item_status
-from ima.memory.tokens import count_tokens
 
 
 @dataclass

@@ -1,11 +1,13 @@
-"""The integration points the runner and the setup node call. Each one turns a store
+"""The integration points the runner and the graph's nodes call. Each one turns a store
 failure into a report ("unavailable: why") so the run goes on without long-term memory
 and says so; none of them ever puts memory contents in a report or a log.
 
-- `open_long_term(settings, db)`  (runner, around a run): opens the hub; its `.store`
-  goes to `compile_graph(..., store=...)`; `.learn(thread, values)` after the run ends.
+- `open_long_term(settings, db)`  (runner, around a run): opens the store, which goes to
+  `compile_graph(..., store=...)` (the LangGraph server brings its own store instead).
 - `load_starting_memory(settings, roles, runtime.store)`  (setup node): starting texts
   per role and the report of what was loaded.
+- `learn_from_run(settings, runtime.store, thread, values)`  (learning node, after the
+  documentation): what the finished run taught each agent.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from typing import Any
 
 from langgraph.store.base import BaseStore
 
-from ima.errors import UserError
+from ima.core.errors import UserError
+from ima.core.settings import RunContext
 from ima.longterm.errors import LongTermError
 from ima.longterm.hub import Clock, MemoryHub
 from ima.longterm.namespaces import resolve_principal
@@ -44,13 +47,13 @@ class LongTermConfig:
     policy_path: str = ""
 
     @classmethod
-    def from_settings(cls, settings: Any) -> LongTermConfig:
+    def from_settings(cls, settings: RunContext) -> LongTermConfig:
         return cls(
-            enabled=bool(getattr(settings, "long_term", True)),
-            principal=str(getattr(settings, "principal", "") or ""),
-            store_path=str(getattr(settings, "memory_store", "") or ""),
-            budget_tokens=int(getattr(settings, "long_term_budget", 300)),
-            policy_path=str(getattr(settings, "long_term_policy", "") or ""),
+            enabled=settings.long_term,
+            principal=settings.principal,
+            store_path=settings.memory_store,
+            budget_tokens=settings.long_term_budget,
+            policy_path=settings.long_term_policy,
         )
 
     def principal_id(self) -> str:
@@ -71,7 +74,7 @@ def store_path(configured: str = "", db: Path | None = None) -> Path:
     return db.parent / STORE_FILE
 
 
-def check_settings(settings: Any) -> None:
+def check_settings(settings: RunContext) -> None:
     """Fail before a run exists on a bad principal or policy file (UserError)."""
     config = LongTermConfig.from_settings(settings)
     if not config.enabled:
@@ -107,28 +110,13 @@ class LongTermSession:
         """A line to show the user when long-term memory is not in use ("" when it is)."""
         return str(self.status.get("note", ""))
 
-    def learn(
-        self, thread_id: str, values: Mapping[str, Any], drafter: Drafter = rule_drafter
-    ) -> dict[str, Any]:
-        """Draft, screen and merge the finished run's lessons; a report, never an exception
-        (a store failure after the run must not fail the run)."""
+    def run_record(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """The run record's `long_term` block: what the run started with and what it learned
+        (the graph's own reports), or why long-term memory was not used."""
         if self.hub is None:
-            return dict(self.status)
-        status = str(values.get("status", ""))
-        if status not in FINISHED:
-            return {**self.status, "learned": False, "reason": f"run not finished ({status})"}
-        try:
-            report = learn(self.hub, RunOutcome.from_values(thread_id, values), drafter)
-        except LongTermError as exc:
-            log.info("long-term memory: learning from %s failed: %s", thread_id, exc)
-            return _unavailable(str(exc)) | {"learned": False}
-        return {**self.status, "learned": True, **report.as_dict()}
-
-    def run_record(self, values: Mapping[str, Any], learned: Mapping[str, Any]) -> dict[str, Any]:
-        """The run record's `long_term` block: what the run started with (the setup node's
-        report, or why long-term memory was not used) and what it learned."""
-        start = dict(values.get("long_term") or {}) if self.hub else dict(self.status)
-        return {"start": start, "learned": dict(learned)}
+            return {"start": dict(self.status), "learned": dict(self.status)}
+        block = dict(values.get("long_term") or {})
+        return {"start": block.get("start", {}), "learned": block.get("learned", {})}
 
     def close(self) -> None:
         if self.hub:
@@ -136,7 +124,11 @@ class LongTermSession:
 
 
 def open_session(
-    settings: Any, db: Path | None = None, *, clock: Clock | None = None, timeout: float = 30.0
+    settings: RunContext,
+    db: Path | None = None,
+    *,
+    clock: Clock | None = None,
+    timeout: float = 30.0,
 ) -> LongTermSession:
     config = LongTermConfig.from_settings(settings)
     if not config.enabled:
@@ -163,6 +155,37 @@ def open_long_term(
         yield session
     finally:
         session.close()
+
+
+def learn_from_run(
+    settings: RunContext,
+    store: BaseStore | None,
+    thread_id: str,
+    values: Mapping[str, Any],
+    *,
+    drafter: Drafter = rule_drafter,
+    clock: Clock | None = None,
+) -> dict[str, Any]:
+    """For the learning node: draft, screen and merge the finished run's lessons through the
+    graph's store. A report, never an exception: a store failure must not fail the run."""
+    config = LongTermConfig.from_settings(settings)
+    if not config.enabled:
+        return {"enabled": False}
+    if store is None:
+        return _unavailable("no store attached to the graph") | {"learned": False}
+    status = str(values.get("status", ""))
+    if status not in FINISHED:
+        return {"enabled": True, "learned": False, "reason": f"run not finished ({status})"}
+    try:
+        kwargs: dict[str, Any] = {"policies": config.policies()}
+        if clock:
+            kwargs["clock"] = clock
+        hub = MemoryHub(store, config.principal_id(), **kwargs)
+        report = learn(hub, RunOutcome.from_values(thread_id, values), drafter)
+    except (LongTermError, UserError) as exc:
+        log.info("long-term memory: learning from %s failed: %s", thread_id, exc)
+        return _unavailable(str(exc)) | {"learned": False}
+    return {"enabled": True, "available": True, "learned": True, **report.as_dict()}
 
 
 def load_starting_memory(

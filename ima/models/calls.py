@@ -9,8 +9,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 
-from ima.graph.state import CallUsage
-from ima.memory.tokens import count_tokens
+from ima.core.state import CallUsage
+from ima.core.tokens import count_tokens
 from ima.models import limit_output
 from ima.models.errors import TRANSIENT
 

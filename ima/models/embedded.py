@@ -35,7 +35,7 @@ from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
-from ima.errors import UserError
+from ima.core.errors import UserError
 
 if TYPE_CHECKING:
     from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -319,6 +319,7 @@ class EmbeddedChatModel(BaseChatModel):
 
     model_path: str
     temperature: float = 0.0
+    top_p: float = 1.0
     max_tokens: int = 400
     n_ctx: int = 4096
     seed: int = 0
@@ -360,6 +361,7 @@ class EmbeddedChatModel(BaseChatModel):
         shared = _shared_llama(self.model_path, self.n_ctx, self.n_threads)
         params: dict[str, Any] = {
             "temperature": self.temperature,
+            "top_p": self.top_p,
             "max_tokens": self.max_tokens,
             # Always pass the seed: without it llama-cpp-python derives a new seed from
             # the previous one, so sampled (temperature > 0) output would drift per call.

@@ -6,7 +6,7 @@ import httpx
 import ollama
 from langchain_ollama import ChatOllama
 
-from ima.errors import UserError
+from ima.core.errors import UserError
 
 
 def check_ollama_model(name: str, timeout: float = 5.0) -> str:
@@ -34,7 +34,9 @@ def check_ollama_model(name: str, timeout: float = 5.0) -> str:
     return host
 
 
-def chat_ollama(name: str, *, seed: int, temperature: float, timeout: float) -> ChatOllama:
+def chat_ollama(
+    name: str, *, seed: int, temperature: float, top_p: float = 1.0, timeout: float
+) -> ChatOllama:
     if not name:
         raise UserError("ollama model name missing: write ollama:NAME, e.g. ollama:qwen2.5:7b")
     host = check_ollama_model(name)
@@ -42,6 +44,7 @@ def chat_ollama(name: str, *, seed: int, temperature: float, timeout: float) -> 
         model=name,
         base_url=host,
         temperature=temperature,
+        top_p=top_p,
         seed=seed,
         client_kwargs={"timeout": timeout},
     )

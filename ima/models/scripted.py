@@ -1,14 +1,19 @@
 """A deterministic offline chat model for tests and plumbing demos.
 
-It plays every role from the call metadata the nodes attach (call kind, role, phase): it
-answers in role with sentences drawn from the task brief, votes in the consensus phase,
-announces FINALIZE when told everyone accepted, rewrites memory from its own latest turn,
-and writes a specification that satisfies the JSON Schema found in the prompt. It never
-stands in for a real model: it exists so the graph logic can be tested exactly.
+It reads its prompt as a real model must: which call it is (a meeting turn, a memory
+update, the documentation, the JSON specification, a judge's verdict) and what it is asked
+(vote, announce FINALIZE, hand over to the next speaker, follow a memory template, write the
+requested sections) come from the messages, never from call metadata. So a test that
+drives the graph with it also tests the prompts: delete the voting instruction and nobody
+votes. Its content is sentences drawn from the task brief. At temperature 0 its answer
+depends on the prompt only, like a greedy model; above 0 the seed changes it too.
+
+It never stands in for a real model: it exists so the graph logic can be tested exactly.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import re
@@ -20,16 +25,25 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from ima.memory.tokens import count_tokens
+from ima.core.tokens import count_tokens
+
+_QUESTION = re.compile(
+    r"Question for you, (?P<role>\w+), in round (?P<round>\d+) of the (?P<phase>\w+) phase\. "
+    r"(?P<ask>.*?) Answer in at most",
+    re.S,
+)
+_UNUSABLE = "The design looks reasonable overall (draft {attempt}); I would give it a good mark."
 
 
 class ScriptedChatModel(BaseChatModel):
     seed: int = 0
+    temperature: float = 0.0
     delay: float = 0.0  # seconds per call, so tests can interrupt a run mid-conversation
-    reject_rounds: int = 0  # consensus rounds in which the reviewer (ERA-like last voter) rejects
-    bad_json: int = 0  # number of specification attempts answered with invalid JSON
-    inject: str = ""  # text appended to every agent turn (memory-privacy tests)
-    bad_judge: int = 0  # number of judge attempts per design answered with unusable text
+    reject_rounds: int = 0  # consensus rounds in which `rejecter` votes REJECT
+    rejecter: str = "ERA"  # the role that rejects (the data-pipeline task's reviewer)
+    bad_json: int = 0  # specification attempts answered with invalid JSON (the first, both)
+    inject: str = ""  # text appended to every meeting turn (memory-privacy tests)
+    bad_judge: int = 0  # verdict attempts answered with unusable text
 
     @property
     def _llm_type(self) -> str:
@@ -44,18 +58,8 @@ class ScriptedChatModel(BaseChatModel):
     ) -> ChatResult:
         if self.delay:
             time.sleep(self.delay)
-        meta = run_manager.metadata if run_manager else {}
         prompt = "\n".join(str(m.content) for m in messages)
-        kind = meta.get("ima_kind", "agent_turn")
-        text = {
-            "agent_turn": self._turn,
-            "memory_update": self._memory,
-            "template_generation": self._template,
-            "documentation": self._documentation,
-            "specification": self._specification,
-            "judge": self._judge,
-            "requirement_check": self._requirement_check,
-        }.get(kind, self._turn)(prompt, meta)
+        text = self._answer(messages, prompt)
         prompt_tokens, text_tokens = count_tokens(prompt), count_tokens(text)  # once each
         message = AIMessage(
             content=text,
@@ -67,74 +71,156 @@ class ScriptedChatModel(BaseChatModel):
         )
         return ChatResult(generations=[ChatGeneration(message=message)])
 
-    def _rng(self, meta: dict[str, Any]) -> random.Random:
-        return random.Random(f"{self.seed}/{meta.get('ima_role')}/{meta.get('ima_turn')}")
+    def _answer(self, messages: list[BaseMessage], prompt: str) -> str:
+        """What was asked, read from the last instruction the model received."""
+        ask = str(messages[-1].content)
+        if ask.startswith("# Update your memory"):
+            return self._memory(prompt)
+        if ask.startswith("# Prepare your memory template"):
+            return self._template(prompt)
+        if ask.startswith(("# Write the JSON specification", "# Fix the JSON specification")):
+            return self._specification(prompt)
+        if "# Review a design" in prompt:
+            return self._judge(messages, prompt)
+        if "# Check one requirement" in prompt:
+            return self._requirement_check(prompt)
+        if ask.startswith("# Extract lessons"):
+            return self._lessons(prompt)
+        if "the meeting has ended" in ask:
+            return self._documentation(prompt)
+        return self._turn(prompt)
 
-    def _turn(self, prompt: str, meta: dict[str, Any]) -> str:
-        role, phase = meta.get("ima_role", "AGENT"), meta.get("ima_phase", "discussion")
-        task = prompt.split("# Your role", 1)[0]
-        sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", task) if len(s.split()) > 5]
-        point = self._rng(meta).choice(sentences) if sentences else "the brief"
-        if meta.get("ima_finalize"):
-            text = f"FINALIZE. All agents accepted the design; {meta.get('ima_next')} documents it."
-        elif meta.get("ima_voting"):
-            rejecting = (
-                meta.get("ima_last_voter") and meta.get("ima_round", 1) <= self.reject_rounds
-            )
+    # -- reading the prompt
+
+    def _rng(self, prompt: str) -> random.Random:
+        digest = hashlib.sha256(prompt.encode()).hexdigest()[:16]
+        return random.Random(f"{self.seed}/{digest}" if self.temperature > 0 else digest)
+
+    @staticmethod
+    def _role(prompt: str) -> str:
+        found = re.search(r"You are .*? \((\w+)\), one of the agents", prompt)
+        return found.group(1) if found else "AGENT"
+
+    def _point(self, prompt: str) -> str:
+        """A sentence of the task brief (the text under `# Task`)."""
+        brief = prompt.split("# Task", 1)[-1].split("# Your role", 1)[0]
+        sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", brief) if len(s.split()) > 5]
+        return self._rng(prompt).choice(sentences) if sentences else "the brief"
+
+    # -- answers
+
+    def _turn(self, prompt: str) -> str:
+        question = _QUESTION.search(prompt)
+        if question is None:
+            return f"{self._role(prompt)}: {self._point(prompt)}"
+        role, phase, ask = question["role"], question["phase"], question["ask"]
+        point = self._point(prompt)
+        if "Start your answer with the word FINALIZE" in ask:
+            finalizer = re.search(r"hand over to (\w+)", ask)
+            who = finalizer.group(1) if finalizer else "the finaliser"
+            text = f"FINALIZE. All agents accepted the design; {who} documents it."
+        elif "Start your answer with ACCEPT or REJECT" in ask:
+            rejecting = role == self.rejecter and int(question["round"]) <= self.reject_rounds
             vote = "REJECT" if rejecting else "ACCEPT"
             text = f"{vote}\nAs {role}, the integrated proposal covers this point: {point}"
-        elif meta.get("ima_facilitator"):
-            text = f"{role} ({phase}): {meta.get('ima_next')}, please address this: {point}"
+        elif nxt := re.search(r"what exactly (\w+) should address next", ask):
+            text = f"{role} ({phase}): {nxt.group(1)}, please address this: {point}"
         else:
-            text = f"{role} ({phase}) proposes, for my area: {point}"
+            topic = " ".join(ask.split()[:8])
+            text = f'{role} ({phase}) on "{topic}": for my area, {point}'
         return f"{text} {self.inject}".strip()
 
-    def _memory(self, prompt: str, meta: dict[str, Any]) -> str:
-        old = _section(prompt, "## Your memory so far")
-        latest = _section(prompt, "## Your latest turn")
-        notes = [line for line in old.splitlines() if line.startswith("- turn ")][-5:]
-        notes.append(f"- turn {meta.get('ima_turn')}: {' '.join(latest.split()[:16])}")
-        return f"## {meta.get('ima_role')} working memory\n" + "\n".join(notes)
+    def _memory(self, prompt: str) -> str:
+        """The template's headings, each with the old memory's latest notes under it, plus
+        what the latest turn contributed under the heading that fits it."""
+        template = _between(prompt, "## Template", "## Your memory so far")
+        old = _notes_by_heading(_between(prompt, "## Your memory so far", "## Your latest turn"))
+        turn = re.search(r"## Your latest turn \(turn (\d+)\)", prompt)
+        latest = " ".join(_between(prompt, "## Your latest turn").split())
+        new = f"turn {turn.group(1) if turn else '?'}: {' '.join(latest.split()[:16])}"
+        headings = [line.strip() for line in template.splitlines() if line.startswith("#")]
+        limit = re.search(r"in at most (\d+) words", prompt)
+        if not headings:
+            return "\n".join([*old.get("", [])[-4:], f"- {new}"])
+        sections = []
+        for heading in headings:
+            notes = old.get(heading, [])[-2:]
+            name = heading.lower()
+            if re.search(r"contribution|proposal|priorit", name):
+                notes.append(f"- {new}")
+            elif re.search(r"decision|status|consensus", name) and "ACCEPT" in latest:
+                notes.append(f"- accepted: {' '.join(latest.split()[1:13])}")
+            elif re.search(r"requirement|constraint", name):
+                sentence = re.search(r"[A-Z][^.:]*\d[^.]*\.", latest)
+                if sentence:
+                    notes.append(f"- {sentence.group(0)}")
+            sections.append([heading, *dict.fromkeys(notes)])
+        words = lambda: sum(len(" ".join(part).split()) for part in sections)  # noqa: E731
+        while limit and words() > int(limit.group(1)):  # drop the oldest notes first
+            longest = max(sections, key=len)
+            if len(longest) < 3:
+                break
+            del longest[1]
+        return "\n".join(line for part in sections for line in part)
 
-    def _template(self, prompt: str, meta: dict[str, Any]) -> str:
-        return f"## {meta.get('ima_role')} priorities\n- <priority>\n## Decisions\n- <decision>"
+    def _template(self, prompt: str) -> str:
+        role = self._role(prompt)
+        return f"## {role} priorities\n- <priority>\n## Decisions\n- <decision>"
 
-    def _documentation(self, prompt: str, meta: dict[str, Any]) -> str:
-        return (
-            "## Summary\nThe agents agreed on the design discussed in the meeting.\n\n"
-            "## High-level plan\n1. Ingest.\n2. Process.\n3. Train.\n\n"
-            "## Resource estimates\nWithin the stated budget."
-        )
+    def _documentation(self, prompt: str) -> str:
+        """The sections the prompt asks for, filled from the meeting notes."""
+        headings = re.findall(r'"(## [^"]+)"', prompt) or ["## Design"]
+        notes = re.findall(r"^\[\d+\] \w+: (.+)$", prompt, re.M)
+        body = [" ".join(n.split()[:24]) for n in notes[-3:]] or [self._point(prompt)]
+        parts = []
+        for i, heading in enumerate(headings):
+            if "plan" in heading.lower():
+                text = "\n".join(f"{n}. {line}" for n, line in enumerate(body, 1))
+            else:
+                text = body[i % len(body)]
+            parts.append(f"{heading}\n{text}")
+        return "\n\n".join(parts)
 
-    def _specification(self, prompt: str, meta: dict[str, Any]) -> str:
-        if meta.get("ima_attempt", 1) <= self.bad_json:
+    def _specification(self, prompt: str) -> str:
+        attempt = 2 if "# Fix the JSON specification" in prompt else 1
+        if attempt <= self.bad_json:
             return '{"not valid": '
         match = re.search(r"```json\n(.*?)\n```", prompt, re.DOTALL)
         schema = json.loads(match.group(1)) if match else {}
         return json.dumps(example_instance(schema))
 
-    def _judge(self, prompt: str, meta: dict[str, Any]) -> str:
-        """A verdict on the judged run (`ima_subject`): scores 2-9 that vary with it."""
-        if meta.get("ima_attempt", 1) <= self.bad_judge:
-            return "The design looks reasonable overall, I would give it a good mark."
-        rng = random.Random(f"judge/{self.seed}/{meta.get('ima_subject')}")
-        metrics = ("scalability", "reliability", "usability", "cost_effectiveness", "documentation")
+    def _judge(self, messages: list[BaseMessage], prompt: str) -> str:
+        """A verdict with scores 2-9 that depend on the judged design, for every criterion
+        the prompt's JSON Schema lists. Unusable answers come first when `bad_judge` says so;
+        the attempt is read from its own previous answer, which a retry shows it."""
+        previous = [m for m in messages if isinstance(m, AIMessage)]
+        drafted = re.search(r"\(draft (\d+)\)", str(previous[-1].content)) if previous else None
+        attempt = int(drafted.group(1)) + 1 if drafted else 1 + len(previous)
+        if attempt <= self.bad_judge:
+            return _UNUSABLE.format(attempt=attempt)
+        schema = _json_blocks(prompt)[-1] if _json_blocks(prompt) else {}
+        design = _between(prompt, "## The design", "## Its JSON specification")
+        rng = self._rng(design)
         verdict = {
             m: {
                 "rationale": f"Scripted verdict on {m.replace('_', '-')}.",
                 "score": rng.randint(2, 9),
             }
-            for m in metrics
+            for m in schema.get("properties", {})
         }
         return json.dumps(verdict)
 
-    def _requirement_check(self, prompt: str, meta: dict[str, Any]) -> str:
-        rng = random.Random(
-            f"check/{self.seed}/{meta.get('ima_subject')}/{meta.get('ima_requirement')}"
-        )
-        addressed = rng.random() < 0.5
+    def _requirement_check(self, prompt: str) -> str:
+        requirement = _between(prompt, "## The requirement", "## Your answer")
+        design = _between(prompt, "## The design", "## Its JSON specification")
+        addressed = self._rng(design + requirement).random() < 0.5
         evidence = "the scripted design mentions it" if addressed else "none"
         return json.dumps({"evidence": evidence, "addressed": addressed})
+
+    def _lessons(self, prompt: str) -> str:
+        memory = _between(prompt, "## Your working memory")
+        bullets = [line for line in memory.splitlines() if line.startswith("- ")]
+        return "\n".join(bullets[:3])
 
 
 def example_instance(schema: dict[str, Any]) -> Any:
@@ -154,8 +240,33 @@ def example_instance(schema: dict[str, Any]) -> Any:
     return "as agreed in the meeting"
 
 
-def _section(prompt: str, header: str) -> str:
-    """Text under a Markdown header, up to the next header of the same level."""
-    _, _, rest = prompt.partition(header)
+def _between(prompt: str, start: str, end: str | None = None) -> str:
+    """The text after the line starting with `start`, up to the line starting with `end`
+    (the texts themselves may hold Markdown headings, so a known end marker is needed)."""
+    _, found, rest = prompt.partition(start)
+    if not found:
+        return ""
     rest = rest.split("\n", 1)[1] if "\n" in rest else ""
-    return re.split(r"\n## ", rest, maxsplit=1)[0].strip()
+    return (rest.split("\n" + end, 1)[0] if end else rest).strip()
+
+
+def _notes_by_heading(memory: str) -> dict[str, list[str]]:
+    """Bullet lines of a memory grouped by the heading above them ("" before any)."""
+    notes: dict[str, list[str]] = {}
+    heading = ""
+    for line in memory.splitlines():
+        if line.startswith("#"):
+            heading = line.strip()
+        elif line.startswith("- ") and "<" not in line:
+            notes.setdefault(heading, []).append(line)
+    return notes
+
+
+def _json_blocks(prompt: str) -> list[dict[str, Any]]:
+    blocks = []
+    for block in re.findall(r"```json\n(.*?)\n```", prompt, re.DOTALL):
+        try:
+            blocks.append(json.loads(block))
+        except json.JSONDecodeError:
+            continue
+    return [b for b in blocks if isinstance(b, dict)]

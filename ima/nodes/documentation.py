@@ -13,13 +13,13 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from ima import prompts
-from ima.graph.context import RunContext
-from ima.graph.state import CallUsage, FinalOutput, State
-from ima.graph.state import add_usage as _add
-from ima.memory.context import build_context
-from ima.models import json_constrained, limit_output
+from ima.core.settings import RunContext
+from ima.core.state import CallUsage, FinalOutput, State
+from ima.core.state import add_usage as _add
+from ima.method.agent_context import build_context
+from ima.method.prompting import cached_count, sections, system_prompt
+from ima.models import agent_model, json_constrained, limit_output
 from ima.models.calls import call_model
-from ima.nodes.prompting import cached_count, sections, system_prompt
 from ima.tasks import Task
 
 
@@ -67,7 +67,7 @@ def make_documentation_node(task: Task) -> Callable[..., dict[str, Any]]:
             transcript=state["transcript"],
             budget=settings.token_budget,
         )
-        model = limit_output(settings.chat_model(), DOCUMENT_TOKENS)
+        model = limit_output(agent_model(settings), DOCUMENT_TOKENS)
         usage: dict[str, dict[str, CallUsage]] = {}
 
         def call(runnable: Any, messages: list[Any], meta: dict[str, Any]) -> str:

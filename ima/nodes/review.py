@@ -15,10 +15,10 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, interrupt
 
 from ima import prompts
-from ima.graph.state import CallUsage, State, Turn
-from ima.memory.context import render_turn
-from ima.memory.tokens import count_tokens
-from ima.nodes.schedule import round_order
+from ima.core.state import CallUsage, State, Turn
+from ima.core.tokens import count_tokens
+from ima.method.agent_context import render_turn
+from ima.method.schedule import round_order
 from ima.tasks import Task
 
 REVIEW = "human_review"

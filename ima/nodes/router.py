@@ -1,5 +1,6 @@
-"""The router node: applies the schedule after every turn (and memory update) and records
-phase, round, votes and consensus in the state; `route` then picks the edge."""
+"""The router: after every turn it applies the schedule (Algorithm 2) and records phase,
+round, votes and consensus; `route` then starts what comes next: the next speaker, the
+memory updates still due (before, or beside, the next speaker), documentation or review."""
 
 from __future__ import annotations
 
@@ -8,12 +9,15 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from ima.errors import UserError
-from ima.graph.context import RunContext
-from ima.graph.state import State
+from ima.core.errors import UserError
+from ima.core.settings import RunContext
+from ima.core.state import State
+from ima.method.schedule import advance, next_steps
+from ima.nodes.memory_update import memory_node_name
 from ima.nodes.review import REVIEW
-from ima.nodes.schedule import advance
 from ima.tasks import Task
+
+ROUTER = "router"
 
 
 def make_router_node(task: Task) -> Callable[..., dict[str, Any]]:
@@ -23,13 +27,30 @@ def make_router_node(task: Task) -> Callable[..., dict[str, Any]]:
                 f"thread belongs to task {state['task_id']!r}, not {task.id!r}: "
                 "continue it with the task it started with"
             )
-        update = advance(task.schedule, state, state["transcript"], runtime.context.turn_cap)
+        transcript = state["transcript"]
+        if transcript and len(transcript) <= state.get("routed_turn", 0):
+            return {}  # this turn is scheduled already; the router ran again after memory updates
+        update = advance(task.schedule, state, transcript, runtime.context.turn_cap)
         if update.get("consensus") and runtime.context.review:
             update["next_speaker"] = REVIEW  # a person approves before FINALIZE
-        return update
+        return update | {"routed_turn": len(transcript)}
 
     return router
 
 
-def route(state: State) -> str:
-    return state["next_speaker"]
+def route(state: State) -> list[str]:
+    """The nodes of the next step (the router runs again when they are done)."""
+    due, nxt = next_steps(state, state.get("memory_concurrency", 1))
+    return [memory_node_name(role) for role in due] + ([nxt] if nxt else [])
+
+
+def after_turn(role_id: str) -> Callable[[State], str]:
+    """Where an agent's turn leads: straight to its own memory update (concurrency 1, the
+    paper's order), or to the router, which runs the update beside the next speaker."""
+    memory = memory_node_name(role_id)
+
+    def path(state: State) -> str:
+        return memory if state.get("memory_concurrency", 1) <= 1 else ROUTER
+
+    path.__name__ = f"after_{role_id}"
+    return path

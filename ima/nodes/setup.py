@@ -1,5 +1,6 @@
-"""The first node: fill in the brief, the schedule position, and each agent's empty memory
-slot with its template (LLM-generated templates are written here, once per run)."""
+"""The first node: fill in the brief, the schedule position, and each agent's memory slot
+(its long-term lessons, if any) with its template (LLM-generated templates are written
+here, once per run); fix how memory formation is scheduled for the whole run."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from ima.graph.context import RunContext
-from ima.graph.state import MemorySlot, State
+from ima.core.settings import RunContext
+from ima.core.state import MemorySlot, MemoryVersion, State
 from ima.longterm import load_starting_memory
-from ima.memory.templates import write_template
-from ima.nodes.schedule import initial_position
+from ima.method.memory_update import write_template
+from ima.method.schedule import initial_position
+from ima.models import agent_model, parallel_calls
 from ima.tasks import Task
 
 
@@ -28,10 +30,12 @@ def make_setup_node(task: Task, with_memory: bool) -> Callable[..., dict[str, An
             **initial_position(task.schedule),
         }
         if not with_memory:
-            return update | {"templates": {}}
+            return update | {"templates": {}, "memory_concurrency": 1}
+        concurrency = settings.memory_concurrency or parallel_calls(settings)
         templates, usage = {}, {}
         for role_id in task.speakers:
-            templates[role_id], call = write_template(task, role_id, settings, brief)
+            model = agent_model(settings) if settings.template == "llm" else None
+            templates[role_id], call = write_template(task, role_id, settings, brief, model)
             if call:
                 usage[role_id] = {"template_generation": call}
         starting, long_term = load_starting_memory(settings, task.speakers, runtime.store)
@@ -41,11 +45,17 @@ def make_setup_node(task: Task, with_memory: bool) -> Callable[..., dict[str, An
             )
             for r in task.speakers
         }
+        start = [
+            MemoryVersion(role=r, version=0, turn=0, text=s["text"], template=s["template"])
+            for r, s in slots.items()
+        ]
         return update | {
             "templates": templates,
             "memories": slots,
+            "memory_log": start,
             "usage": usage,
-            "long_term": long_term,
+            "long_term": {"start": long_term},
+            "memory_concurrency": concurrency,
         }
 
     return setup

@@ -15,7 +15,7 @@ import jsonschema
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ima.errors import UserError
+from ima.core.errors import UserError
 
 TASKS_DIR = Path(__file__).parent
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C parser when libyaml is there

@@ -9,21 +9,26 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ima import prompts
-from ima.memory.tokens import count_tokens
+from ima.core.tokens import count_tokens
 from ima.tasks import Task
 
 
-def system_prompt(task: Task, role_id: str, brief: str) -> str:
+def role_prompt(task: Task, role_id: str) -> str:
+    """Who the agent is: its role, the roster of the meeting, its role description."""
     role = task.role(role_id)
     roster = ", ".join(f"{r.id} ({r.name})" for r in task.roles)
     return prompts.render(
-        "agent_system",
-        task=brief.strip(),
+        "role",
         role_name=role.name,
         role_id=role.id,
         roster=roster,
         role_description=role.description.strip(),
     )
+
+
+def system_prompt(task: Task, role_id: str, brief: str) -> str:
+    """The task, then the role: the same opening for every call of an agent."""
+    return prompts.render("agent_system", task=brief.strip(), role=role_prompt(task, role_id))
 
 
 @lru_cache(maxsize=256)

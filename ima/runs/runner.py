@@ -3,24 +3,27 @@
 from __future__ import annotations
 
 import os
+import re
 import secrets
+import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from langgraph.types import Command, StateSnapshot
 
-from ima.errors import UserError
-from ima.graph.builder import MEMORY_MODES, compile_graph
-from ima.graph.context import RunContext
-from ima.graph.outputs import run_record, write_outputs
-from ima.graph.storage import RunRecord, RunRegistry, compact_thread, open_checkpointer
+from ima.core.errors import UserError
+from ima.core.settings import MEMORY_MODES, RunContext
+from ima.graph.builder import compile_graph
 from ima.longterm import check_settings, open_long_term
-from ima.nodes.agent import build_turn_prompt
-from ima.nodes.schedule import initial_position
+from ima.method.agent_context import build_turn_prompt
+from ima.method.schedule import initial_position
+from ima.models import agent_model, memory_model
+from ima.runs.checkpoints import compact_thread, open_checkpointer
+from ima.runs.outputs import check_output_dir, run_record, write_outputs
+from ima.runs.registry import RunRecord, RunRegistry
 from ima.tasks import Task, load_task
 
 FINISHED = ("finalized", "turn_cap", "failed")
@@ -35,8 +38,8 @@ def minimum_budget(task: Task, brief: str, settings: RunContext) -> int:
         "memories": {r: {"text": ""} for r in task.speakers},
         **initial_position(task.schedule),
     }
-    probe = RunContext(**{**asdict(settings), "token_budget": 10**9})
-    return max(build_turn_prompt(task, r, state, probe, True)[1] for r in task.speakers)  # type: ignore[arg-type]
+    probe = settings.with_values(token_budget=10**9)
+    return max(build_turn_prompt(task, r, state, probe, True).tokens for r in task.speakers)
 
 
 def validate_settings(task: Task, memory_mode: str, settings: RunContext, brief: str) -> None:
@@ -51,8 +54,21 @@ def validate_settings(task: Task, memory_mode: str, settings: RunContext, brief:
             f"prompt ({needed} tokens): raise --budget to at least {needed + 256}"
         )
     check_settings(settings)  # a bad principal or policy file fails before a run exists
-    settings.chat_model()  # a bad model spec fails before a run exists
-    settings.memory_chat_model()
+    agent_model(settings)  # a bad model spec fails before a run exists
+    memory_model(settings)
+
+
+# A thread id names the run's output folder: one path component, never a way out of --out.
+THREAD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def check_thread_id(thread_id: str) -> None:
+    if not THREAD_ID.fullmatch(thread_id) or ".." in thread_id:
+        shown = thread_id if len(thread_id) <= 40 else thread_id[:40] + "..."
+        raise UserError(
+            f"invalid thread id {shown!r}: use 1-100 letters, digits, '.', '-' or '_', starting "
+            "with a letter or digit (it names the run's output folder)"
+        )
 
 
 def new_thread_id(task: Task) -> str:
@@ -73,9 +89,11 @@ def create_run(
     """Validate everything and register a new run; nothing is written if anything is wrong."""
     task = load_task(task_ref)
     validate_settings(task, memory_mode, settings, brief or task.description)
+    thread_id = thread_id or new_thread_id(task)
+    check_thread_id(thread_id)
+    check_output_dir(out_root / thread_id)  # no conversation is spent on unwritable results
     registry = RunRegistry(db)
     try:
-        thread_id = thread_id or new_thread_id(task)
         if registry.find(thread_id):
             raise UserError(
                 f"thread {thread_id!r} already exists: continue it with `ima resume {thread_id}` "
@@ -89,10 +107,11 @@ def create_run(
             task_version=task.version,
             task_fingerprint=task.fingerprint,
             memory_mode=memory_mode,
-            settings={**asdict(settings), "brief_override": bool(brief)},
+            settings={**settings.to_dict(), "brief_override": bool(brief)},
             out_dir=str((out_root / thread_id).resolve()),
             pid=os.getpid(),
             keep_history=keep_history,
+            brief=brief,
         )
         registry.save(record)
         return record
@@ -107,7 +126,6 @@ def execute(
     record: RunRecord,
     db: Path,
     listener: Listener | None = None,
-    brief: str = "",
     reviewer: Reviewer | None = None,
     answer: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
@@ -118,7 +136,7 @@ def execute(
     """
     task = load_task(record.task_ref)
     registry = RunRegistry(db)
-    started = time.perf_counter()
+    started, spent = time.perf_counter(), record.wall_seconds
     record.pid, record.status = os.getpid(), "running"
     registry.save(record)
     try:
@@ -128,7 +146,10 @@ def execute(
             graph = compile_graph(task, record.memory_mode, checkpointer=saver, store=lt.store)  # type: ignore[arg-type]
             config: Any = {"configurable": {"thread_id": record.thread_id}}
             snapshot = graph.get_state(config)
-            payload: Any = ({"brief": brief} if brief else {}) if not snapshot.values else None
+            # The brief is part of the record, so a run interrupted before its first
+            # checkpoint still starts with it.
+            start = {"brief": record.brief} if record.brief else {}
+            payload: Any = start if not snapshot.values else None
             if answer is not None:
                 payload = Command(resume=answer)
             while True:
@@ -139,6 +160,9 @@ def execute(
                     stream_mode="updates",
                     durability="sync",
                 ):
+                    # Time spent so far, kept step by step: a killed process's share counts.
+                    record.wall_seconds = spent + time.perf_counter() - started
+                    registry.save(record)
                     for node, update in chunk.items():
                         if listener and isinstance(update, dict):
                             listener(node, update)
@@ -151,7 +175,7 @@ def execute(
                     return dict(snapshot.values)
                 payload = Command(resume=reviewer(pending[0]))
             values = dict(snapshot.values)
-            long_term = lt.run_record(values, lt.learn(record.thread_id, values))
+            long_term = lt.run_record(values)
             if values.get("status") in FINISHED and not record.keep_history:
                 compact_thread(saver, graph, config)  # nothing left to resume: keep the end
         record.status = values.get("status", "running")
@@ -159,7 +183,7 @@ def execute(
         record.status = "interrupted"
         raise
     finally:
-        record.wall_seconds += time.perf_counter() - started
+        record.wall_seconds = spent + time.perf_counter() - started
         registry.save(record)
         registry.close()
     write_outputs(
@@ -171,6 +195,8 @@ def execute(
 def pending_review(record: RunRecord, db: Path) -> dict[str, Any] | None:
     """The question a paused run is waiting on, if any."""
     snapshot = _snapshot(record, db)
+    if snapshot is None:
+        return None
     return next((i.value for t in snapshot.tasks for i in t.interrupts), None)
 
 
@@ -182,11 +208,30 @@ def resumable(record: RunRecord) -> None:
 
 
 def load_state(record: RunRecord, db: Path) -> dict[str, Any]:
-    return dict(_snapshot(record, db).values)
+    snapshot = _snapshot(record, db)
+    return dict(snapshot.values) if snapshot else {}
 
 
-def _snapshot(record: RunRecord, db: Path) -> StateSnapshot:
-    """The thread's latest state, read through the graph it was built with."""
-    with open_checkpointer(db) as saver:
+def _snapshot(record: RunRecord, db: Path) -> StateSnapshot | None:
+    """The thread's latest state, read through the graph it was built with (read-only);
+    None when no run in this database has written a checkpoint yet."""
+    with open_checkpointer(db, read_only=True) as saver:
         graph = compile_graph(load_task(record.task_ref), record.memory_mode, checkpointer=saver)  # type: ignore[arg-type]
-        return graph.get_state({"configurable": {"thread_id": record.thread_id}})
+        try:
+            return graph.get_state({"configurable": {"thread_id": record.thread_id}})
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return None
+            raise
+
+
+def export_outputs(record: RunRecord, db: Path, out_dir: Path | None = None) -> Path:
+    """Write a run's design and run record again from its checkpoint (atomically), to its
+    own output folder or to `out_dir`/THREAD."""
+    values = load_state(record, db)
+    if not values:
+        raise UserError(f"run {record.thread_id} has no checkpoint yet: nothing to export")
+    target = out_dir / record.thread_id if out_dir else Path(record.out_dir)
+    long_term = dict(values.get("long_term") or {})
+    block = {"start": long_term.get("start", {}), "learned": long_term.get("learned", {})}
+    return write_outputs(target, run_record(record, values) | {"long_term": block}, values)

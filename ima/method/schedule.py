@@ -3,10 +3,10 @@ phase, the round or the run changes."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ima.graph.state import Turn
+from ima.core.state import Turn
 from ima.tasks import Schedule
 
 DOCUMENTATION = "documentation"
@@ -22,6 +22,11 @@ def round_order(schedule: Schedule) -> list[str]:
 
 def voters(schedule: Schedule) -> list[str]:
     return list(dict.fromkeys(schedule.workers + schedule.after_round))
+
+
+def is_vote(schedule: Schedule, role_id: str, phase: str) -> bool:
+    """Whether this role's turn in this phase is a vote (only votes are read as votes)."""
+    return phase == "consensus" and role_id in voters(schedule)
 
 
 def initial_position(schedule: Schedule) -> dict[str, Any]:
@@ -85,3 +90,33 @@ def speaker_after(schedule: Schedule, state: dict[str, Any]) -> str:
         return schedule.finalizer
     order = round_order(schedule)
     return order[(state["position"] + 1) % len(order)]
+
+
+def memory_due(state: Mapping[str, Any]) -> list[str]:
+    """Agents whose own latest turn their memory has not yet been formed from.
+
+    Only the last two turns' speakers can be due: a memory update runs right after its
+    agent's turn, or beside the next speaker's turn.
+    """
+    memories = state.get("memories") or {}
+    due = []
+    for turn in list(state.get("transcript") or [])[-2:]:
+        slot = memories.get(turn["speaker"])
+        if slot is not None and turn["index"] > slot.get("seen_turn", slot["updated_turn"]):
+            due.append(turn["speaker"])
+    return due
+
+
+def next_steps(state: Mapping[str, Any], concurrency: int) -> tuple[list[str], str | None]:
+    """What runs next: the roles whose memory update is due, and the next step (a speaker,
+    documentation or review) unless it must wait for those updates.
+
+    With concurrency 1 the memory of an agent is formed before anyone else speaks (the
+    paper's order). With 2 an agent's memory update runs beside the next speaker's turn:
+    neither reads what the other writes. Updates always finish before documentation or a
+    review: nothing after the meeting may miss a memory.
+    """
+    nxt, due = state["next_speaker"], memory_due(state)
+    if not due or (concurrency > 1 and nxt in (state.get("memories") or {})):
+        return due, nxt
+    return due, None

@@ -11,11 +11,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ima.errors import UserError
+from ima.core.errors import UserError
+from ima.core.settings import RunContext
 from ima.evals import calibration
 from ima.evals.calibration import REFERENCE, JudgeEvent
 from ima.evals.judge import MAX_ATTEMPTS, METRICS
-from ima.graph.context import RunContext
 from ima.models import describe_model, load_chat_model
 
 # criteria as the terminal table names them (it must fit 80 columns)

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console, RenderableType
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -27,18 +28,21 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from ima.errors import UserError
-from ima.evals.calibrate_cli import calibrate_command
+from ima.cli.calibrate import calibrate_command
+from ima.core.errors import UserError
+from ima.core.settings import RunContext
 from ima.evals.calibration import find_calibration
 from ima.evals.content_runs import fill_content
 from ima.evals.judge import METRICS
 from ima.evals.report import print_report, write_report
 from ima.evals.runner import EvalPlan, Evaluation, Event
 from ima.evals.store import ResultsStore, read_config
-from ima.graph.context import RunContext
-from ima.models import describe_model, load_chat_model
+from ima.models import agent_model, describe_model, load_chat_model
 from ima.tasks import load_task
 
+# Agents sample at this temperature in an evaluation: at 0 a run ignores its seed, so ten
+# "paired seeds" would be one run counted ten times.
+EVAL_TEMPERATURE = 0.7
 console = Console()
 err = Console(stderr=True)
 
@@ -63,7 +67,7 @@ def _row_line(row: dict[str, Any]) -> str:
     judged = (
         "/".join(str(verdict["scores"][m]) for m in METRICS)
         if verdict.get("status") == "ok"
-        else f"[red]judge failed[/red] ({verdict.get('error', '')})"
+        else f"[red]judge failed[/red] ({escape(str(verdict.get('error', '')))})"
     )
     coverage = (
         f"{len(cov.get('covered', []))}/{cov.get('checked', 0)}" if cov.get("checked") else "n/a"
@@ -94,7 +98,8 @@ def report_only(directory: Path, calibration_file: Path | None = None) -> None:
     rows = store.load()
     if store.skipped_lines:
         err.print(
-            f"[yellow]note:[/yellow] ignored {store.skipped_lines} unreadable line(s) in {store.path}"
+            f"[yellow]note:[/yellow] ignored {store.skipped_lines} unreadable line(s) in "
+            f"{escape(str(store.path))}"
         )
     if not rows:
         raise UserError(f"{store.path} holds no finished runs yet")
@@ -125,6 +130,13 @@ def eval_command(
     memory_model: Annotated[
         str | None, typer.Option(help="Model for memory updates (default: the agents' model).")
     ] = None,
+    temperature: Annotated[
+        float,
+        typer.Option(
+            help="Sampling temperature of the agents (each pair has its own seed, so pairs "
+            "differ); the judge always uses 0.",
+        ),
+    ] = EVAL_TEMPERATURE,
     judge_model: Annotated[
         str | None, typer.Option(help="Model that judges the designs (default: the agents' model).")
     ] = None,
@@ -209,10 +221,14 @@ def eval_command(
     if report_only_dir is not None:
         report_only(report_only_dir, calibration_file)
         return
-    overrides = {"model": model, "memory_model": memory_model, "turn_cap": turn_cap}
+    overrides = {
+        "model": model,
+        "memory_model": memory_model,
+        "turn_cap": turn_cap,
+        "temperature": temperature,
+    }
     settings = RunContext(**{k: v for k, v in overrides.items() if v is not None})
-    if hasattr(settings, "long_term"):
-        settings.long_term = long_term
+    settings.long_term = long_term
     templates = _split(template, str, "template") or (settings.template,)
     budgets = _split(budget, int, "budget") or (settings.token_budget,)
     task_def = load_task(task)
@@ -234,12 +250,12 @@ def eval_command(
     evaluation.prepare()
     done, todo = evaluation.pending()
     console.print(
-        f"evaluation [bold]{directory}[/bold] · task {task_def.id} v{task_def.version} · "
+        f"evaluation [bold]{escape(str(directory))}[/bold] · task {task_def.id} v{task_def.version} · "
         f"{pairs} pairs (seeds {seed}..{seed + pairs - 1}) · templates {', '.join(templates)} · "
         f"budgets {', '.join(map(str, budgets))} · turn cap {settings.turn_cap}",
         highlight=False,
     )
-    console.print(f"agents: {describe_model(settings.chat_model())}", highlight=False)
+    console.print(f"agents: {describe_model(agent_model(settings))}", highlight=False)
     judge = load_chat_model(plan.judge_model, judge_seed, 0.0, settings.call_timeout)
     console.print(
         f"judge: {describe_model(judge)} · temperature 0 · seed {judge_seed}", highlight=False
@@ -326,7 +342,7 @@ def _run(evaluation: Evaluation, done: int, total: int, cap: int) -> int:
         elif event.kind == "error":
             errors += 1
             progress.console.print(
-                f"[red]✗[/red] {label}: {event.detail['error']}", highlight=False
+                f"[red]✗[/red] {label}: {escape(event.detail['error'])}", highlight=False
             )
 
     with progress:

@@ -2,7 +2,7 @@
 
 The transcript and the memory slots are DeltaChannels: a checkpoint stores only the new
 writes (plus rare snapshots), so checkpoint storage grows linearly with the conversation
-instead of storing the whole transcript again at every step (DESIGN.md section 3).
+instead of storing the whole transcript again at every step.
 """
 
 from __future__ import annotations
@@ -35,6 +35,19 @@ class CallUsage(TypedDict):
     calls: int
     seconds: float
     estimated_calls: int  # calls whose counts are tiktoken estimates, not the backend's
+    cached_tokens: NotRequired[int]  # input tokens the backend served from its prompt cache
+
+
+class ContextShare(TypedDict):
+    """How an agent's prompt used its token budget (Algorithm 1 made visible)."""
+
+    budget: int
+    task: int  # the task description
+    role: int  # the role description and roster
+    instruction: int  # the turn's frame and phase instruction
+    memory: int  # the agent's own memory
+    history: int  # the recent turns that fit
+    history_turns: list[int]  # first and last turn index kept ([] when none fit)
 
 
 class Turn(TypedDict):
@@ -45,6 +58,7 @@ class Turn(TypedDict):
     flags: list[str]  # parsed markers: ACCEPT, REJECT, FINALIZE
     tokens: int  # tiktoken count of the turn as rendered in a context, computed once
     usage: CallUsage
+    context: NotRequired[ContextShare]  # the prompt that produced it (absent: HUMAN turns)
 
 
 class MemorySlot(TypedDict):
@@ -52,6 +66,17 @@ class MemorySlot(TypedDict):
     template: str  # generic | manual | llm
     version: int
     updated_turn: int  # turn whose output last rewrote it (0: initial)
+    seen_turn: NotRequired[int]  # the agent's latest turn its memory node has processed
+
+
+class MemoryVersion(TypedDict):
+    """One entry of the append-only log of every memory version (version 0: the start)."""
+
+    role: str
+    version: int
+    turn: int  # the agent's own turn that caused it (0: starting memory)
+    text: str
+    template: str
 
 
 class FinalOutput(TypedDict):
@@ -61,7 +86,7 @@ class FinalOutput(TypedDict):
     error: str
 
 
-def append_turns(current: list[Turn], batches: Sequence[list[Turn]]) -> list[Turn]:
+def append_items(current: list[Any], batches: Sequence[list[Any]]) -> list[Any]:
     """Append-only, batching-invariant (as DeltaChannel requires)."""
     out = list(current)
     for batch in batches:
@@ -115,10 +140,13 @@ class InputState(TypedDict):
 class State(InputState):
     task_id: str
     transcript: Annotated[
-        list[Turn], DeltaChannel(append_turns, snapshot_frequency=_SNAPSHOT_EVERY)
+        list[Turn], DeltaChannel(append_items, snapshot_frequency=_SNAPSHOT_EVERY)
     ]
     memories: Annotated[
         dict[str, MemorySlot], DeltaChannel(merge_slots, snapshot_frequency=_SNAPSHOT_EVERY)
+    ]
+    memory_log: Annotated[
+        list[MemoryVersion], DeltaChannel(append_items, snapshot_frequency=_SNAPSHOT_EVERY)
     ]
     templates: Annotated[  # memory template text per role
         dict[str, str], DeltaChannel(last_write, snapshot_frequency=_SNAPSHOT_EVERY)
@@ -134,4 +162,6 @@ class State(InputState):
         dict[str, dict[str, CallUsage]], DeltaChannel(sum_usage, snapshot_frequency=_SNAPSHOT_EVERY)
     ]
     final: FinalOutput
-    long_term: dict[str, Any]  # what long-term memory the run started with (ids, counts)
+    routed_turn: int  # the latest turn the router has scheduled
+    memory_concurrency: int  # 1: memory formed before the next turn; 2: beside it
+    long_term: dict[str, Any]  # long-term memory: what the run started with, what it learned

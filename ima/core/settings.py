@@ -1,0 +1,183 @@
+"""Run settings: the graph's context schema (LangGraph `context_schema`).
+
+One typed object for the command line, the LangGraph server (Studio shows each field with
+its description as a form) and the tests. A value comes from, in order: the caller (a
+command-line flag, Studio, the SDK), an `IMA_<NAME>` environment variable, the config file
+(`$IMA_CONFIG` or ./ima.toml, keys are the field names), the default. pydantic-settings
+does the lookup and the type checks; every problem becomes one `UserError` line.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+from ima.core.errors import UserError
+
+TemplateKind = Literal["generic", "manual", "llm"]
+MemoryMode = Literal["intrinsic", "none"]
+MemoryPromptLayout = Literal["lean", "full"]
+MEMORY_MODES: tuple[MemoryMode, ...] = ("intrinsic", "none")
+DEFAULT_MODEL = "embedded"
+CONFIG_FILE = "ima.toml"
+
+
+def config_path() -> Path:
+    return Path(os.environ.get("IMA_CONFIG") or CONFIG_FILE)
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The config file's settings; UserError naming the file and the problem."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        if "IMA_CONFIG" in os.environ:
+            raise UserError(f"config file {path} (IMA_CONFIG) does not exist") from None
+        return {}
+    except UnicodeDecodeError:
+        raise UserError(
+            f"config file {path} is not UTF-8 text: fix it or unset IMA_CONFIG"
+        ) from None
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise UserError(f"cannot read config file {path}: {exc}") from None
+
+
+class ConfigFileSource(PydanticBaseSettingsSource):
+    """Settings from the TOML config file, read once per construction."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # __call__ reads the whole file at once
+
+    def __call__(self) -> dict[str, Any]:
+        return read_config_file(config_path())
+
+
+class RunContext(BaseSettings):
+    """The settings of one run (LangGraph passes them to every node as `runtime.context`)."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="IMA_", extra="forbid", validate_default=True, validate_assignment=True
+    )
+
+    model: str = Field(
+        DEFAULT_MODEL,
+        description="Model for agent turns: embedded, gguf:PATH, ollama:NAME, scripted, or any "
+        "LangChain provider:model (env IMA_MODEL).",
+    )
+    memory_model: str = Field(
+        "", description="Model for memory updates; empty means the agents' model."
+    )
+    template: TemplateKind = Field(
+        "generic", description="Memory template: generic, manual (from the task) or llm."
+    )
+    token_budget: int = Field(
+        2048, ge=1, description="Maximum input tokens of each agent's context."
+    )
+    turn_cap: int = Field(60, ge=1, description="Maximum conversation turns before the run ends.")
+    seed: int = Field(0, description="Random seed passed to the model, for reproducible runs.")
+    temperature: float = Field(
+        0.0,
+        ge=0.0,
+        le=2.0,
+        description="Sampling temperature of agent turns and memory updates; 0 is greedy (the "
+        "seed then changes nothing). Judges always use 0.",
+    )
+    top_p: float = Field(
+        1.0,
+        gt=0.0,
+        le=1.0,
+        description="Nucleus sampling: keep the smallest set of tokens "
+        "whose probability reaches top_p (1 keeps all).",
+    )
+    max_turn_words: int = Field(80, ge=1, description="Word limit asked of each agent turn.")
+    max_memory_words: int = Field(100, ge=1, description="Word limit asked of each memory rewrite.")
+    memory_prompt: MemoryPromptLayout = Field(
+        "lean",
+        description="What a memory update is shown: lean (the role, template, memory so far "
+        "and latest turn) or full (also the whole task, like the agent's own turn: more "
+        "tokens, but a prefix-caching backend skips the shared part).",
+    )
+    memory_concurrency: int = Field(
+        0,
+        ge=0,
+        description="Memory updates that may run beside the next speaker's turn: 1 keeps the "
+        "paper's strict order, 2 or more forms memory off the critical path; 0 picks the "
+        "backend's measured default.",
+    )
+    review: bool = Field(
+        False,
+        description="Pause for a human decision before FINALIZE: approve the agreed design, or "
+        "send feedback back into the discussion (env IMA_REVIEW).",
+    )
+    call_timeout: float = Field(
+        600.0, gt=0, description="Seconds before a model call is abandoned (then retried)."
+    )
+    long_term: bool = Field(
+        True,
+        description="Long-term memory across runs: start each agent with its mature lessons "
+        "from earlier runs and learn from this one (env IMA_LONG_TERM; --no-long-term turns "
+        "it off).",
+    )
+    principal: str = Field(
+        "",
+        description="Whose long-term memory the run uses: a user or project id (letters, "
+        "digits, - and _); empty: the OS user (env IMA_PRINCIPAL).",
+    )
+    memory_store: str = Field(
+        "",
+        description="Where long-term memory lives: a SQLite file or a postgresql:// URL; empty: "
+        "beside the runs database (env IMA_MEMORY_STORE).",
+    )
+    long_term_budget: int = Field(
+        300, ge=0, description="Tokens of long-term lessons each agent starts with, at most."
+    )
+    long_term_policy: str = Field(
+        "",
+        description="TOML file with maturation, decay and retention thresholds per role "
+        "(env IMA_LONG_TERM_POLICY); empty: the defaults.",
+    )
+
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise UserError(describe_invalid(exc)) from None
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return init_settings, env_settings, ConfigFileSource(settings_cls)
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump()
+
+    def with_values(self, **changes: Any) -> RunContext:
+        """A copy with some settings changed (validated like any other)."""
+        return type(self)(**{**self.model_dump(), **changes})
+
+
+def describe_invalid(exc: ValidationError) -> str:
+    """One line for the first problem: which setting, what was given, what is allowed."""
+    error = exc.errors()[0]
+    name = ".".join(str(p) for p in error["loc"]) or "settings"
+    if error["type"] == "extra_forbidden":
+        known = ", ".join(sorted(RunContext.model_fields))
+        return f"unknown setting {name!r} (in {config_path()} or the call; known: {known})"
+    given = error.get("input")
+    env = f"IMA_{name.upper()}"
+    return f"setting {name}={given!r} is invalid: {error['msg'].lower()} (flag, {env} or {CONFIG_FILE})"

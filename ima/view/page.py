@@ -1,0 +1,149 @@
+"""Everything the template needs, gathered from the run record and the graph state."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from markupsafe import Markup
+
+from ima.view import figures
+from ima.view.markdown import render_markdown
+from ima.view.model import (
+    Agent,
+    MemoryTimeline,
+    TurnView,
+    collect_agents,
+    memory_timelines,
+    turn_views,
+)
+
+STATUS_CLASS = {
+    "finalized": "ok",
+    "turn_cap": "warn",
+    "failed": "bad",
+}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    present: bool
+    design: Markup
+    spec_json: str
+    valid: bool
+    error: str
+
+
+def wall_time(seconds: float | None) -> str:
+    if seconds is None:
+        return "unknown"
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    if hours:
+        return f"{hours} h {minutes} min"
+    return f"{minutes} min {secs} s" if minutes else f"{seconds:.1f} s"
+
+
+def _outcome(values: dict[str, Any]) -> Outcome:
+    final = values.get("final") or {}
+    spec = final.get("spec")
+    return Outcome(
+        present=bool(final),
+        design=render_markdown(final.get("markdown", "")),
+        spec_json=json.dumps(spec, indent=2, ensure_ascii=False) if spec is not None else "",
+        valid=bool(final.get("valid", False)),
+        error=str(final.get("error", "")),
+    )
+
+
+def _memory_note(memory_mode: str, timelines: list[MemoryTimeline], values: dict[str, Any]) -> str:
+    if memory_mode == "none" or (not timelines and not values.get("memory_log")):
+        return (
+            "This run used no intrinsic memory (the baseline): each prompt held the task and "
+            "the recent turns that fit the token budget."
+        )
+    if values.get("memory_log") is None:
+        return (
+            "The memory history was not recorded for this run (it predates the memory log): "
+            "only each agent's final memory is shown."
+        )
+    return ""
+
+
+def _settings(run: dict[str, Any], values: dict[str, Any]) -> list[tuple[str, str]]:
+    task = run.get("task") or {}
+    rows = [
+        ("thread", run.get("thread_id", "")),
+        ("task", f"{task.get('id', values.get('task_id', ''))} v{task.get('version', '?')}"),
+        ("task fingerprint", task.get("fingerprint", "")),
+        ("status", run.get("status", values.get("status", ""))),
+        ("memory mode", run.get("memory_mode", "")),
+        ("turns", str(run.get("turns", len(values.get("transcript") or [])))),
+        ("wall time", wall_time(run.get("wall_seconds"))),
+    ]
+    rows += [(key.replace("_", " "), str(v)) for key, v in (run.get("settings") or {}).items()]
+    long_term = run.get("long_term") or values.get("long_term")
+    if long_term:
+        rows.append(("long-term memory", json.dumps(long_term, sort_keys=True)))
+    return [(k, str(v)) for k, v in rows if v not in ("", None)]
+
+
+def _vote_tally(values: dict[str, Any]) -> dict[str, int]:
+    votes = list((values.get("votes") or {}).values())
+    return {flag: votes.count(flag) for flag in ("ACCEPT", "REJECT") if votes}
+
+
+def build_page(run: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
+    agents: dict[str, Agent] = collect_agents(run, values)
+    turns: list[TurnView] = turn_views(values, agents)
+    timelines = memory_timelines(values, agents, turns)
+    sums = figures.usage_sums(run, values)
+    status = str(values.get("status") or run.get("status") or "unknown")
+    task = run.get("task") or {}
+    settings = run.get("settings") or {}
+    memory_mode = str(run.get("memory_mode", "intrinsic" if timelines else "none"))
+    outcome = _outcome(values)
+    total = sums.get("total", {})
+    return {
+        "title": f"{task.get('id', values.get('task_id', 'run'))} · {run.get('thread_id', '')}",
+        "thread_id": run.get("thread_id", ""),
+        "task_id": task.get("id", values.get("task_id", "")),
+        "task_version": task.get("version", ""),
+        "status": status,
+        "status_class": STATUS_CLASS.get(status, "info"),
+        "memory_mode": memory_mode,
+        "model": settings.get("model", ""),
+        "facts": [
+            ("turns", f"{len(turns)}"),
+            ("tokens", f"{total.get('input_tokens', 0) + total.get('output_tokens', 0):,}"),
+            ("model calls", f"{total.get('calls', 0):,}"),
+            ("wall time", wall_time(run.get("wall_seconds"))),
+        ],
+        "phase": values.get("phase", ""),
+        "phase_round": values.get("phase_round"),
+        "in_progress": not outcome.present,
+        "agents": list(agents.values()),
+        "speakers": [a for a in agents.values() if any(t.agent is a for t in turns)],
+        "phases": list(dict.fromkeys(t.phase for t in turns)),
+        "turns": turns,
+        "timelines": timelines,
+        "memory_note": _memory_note(memory_mode, timelines, values),
+        "context_chart": figures.context_chart(turns),
+        "context_series": [
+            s
+            for s in figures.CONTEXT_SERIES
+            if s.key != "memory" or any(t.prompt and t.prompt.memory for t in turns)
+        ],
+        "prompt_turns": [t for t in turns if t.prompt],
+        "turn_chart": figures.turn_token_chart(turns),
+        "turn_series": figures.TURN_TOKEN_SERIES,
+        "cumulative_chart": figures.cumulative_chart(turns),
+        "agent_chart": figures.agent_kind_chart(sums, agents),
+        "kind_series": figures.kind_series(figures.ordered_kinds(sums)),
+        "usage": figures.usage_rows(sums, agents),
+        "has_cached": any(t.usage["cached_tokens"] for t in turns),
+        "votes": _vote_tally(values),
+        "outcome": outcome,
+        "settings": _settings(run, values),
+    }

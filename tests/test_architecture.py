@@ -1,0 +1,33 @@
+"""The package's layers: imports point down only, and every package has a layer."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _layers() -> list[str]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    (contract,) = config["tool"]["importlinter"]["contracts"]
+    return [name for layer in contract["layers"] for name in re.findall(r"ima\.\w+", layer)]
+
+
+def test_no_import_points_up_a_layer():
+    lint = Path(sys.executable).with_name("lint-imports")
+    proc = subprocess.run(
+        [str(lint), "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "1 kept, 0 broken" in proc.stdout
+
+
+def test_every_package_sits_in_a_layer():
+    packages = {f"ima.{p.parent.name}" for p in (ROOT / "ima").glob("*/__init__.py")}
+    assert packages <= set(_layers()), (
+        f"add to [tool.importlinter] layers: {packages - set(_layers())}"
+    )
