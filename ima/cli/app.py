@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ima.cli import display
-from ima.cli.evaluate import eval_command
+from ima.cli.evaluate import eval_app
 from ima.cli.memory import memory_app
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
@@ -49,7 +49,7 @@ app = typer.Typer(
     rich_markup_mode="rich",
 )
 app.add_typer(memory_app, name="memory")
-app.command("eval")(eval_command)
+app.add_typer(eval_app, name="eval")
 console = Console()
 err = Console(stderr=True, soft_wrap=True, highlight=False)  # errors stay on one line
 ERROR = Text("error: ", style="red")

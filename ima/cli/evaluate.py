@@ -1,6 +1,9 @@
-"""`ima eval`: paired runs of intrinsic memory and the baseline, judged, stored, reported.
+"""`ima eval`: paired runs of intrinsic memory and the baseline, judged, stored, reported;
+`ima eval calibrate`: how well the judge tells good designs from bad ones.
 
-Register it on the `ima` app with `app.command("eval")(eval_command)`.
+Register it on the `ima` app with `app.add_typer(eval_app, name="eval")`. `eval` is a group
+whose callback is the evaluation itself (run when no sub-command follows), so `ima eval
+--pairs 10` works as it always did and `ima eval calibrate` sits beside it in --help.
 """
 
 from __future__ import annotations
@@ -25,8 +28,11 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from ima.cli.calibrate import calibrate_command
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
+from ima.evals.calibration import find_calibration
+from ima.evals.content_runs import fill_content
 from ima.evals.judge import METRICS
 from ima.evals.report import print_report, write_report
 from ima.evals.runner import EvalPlan, Evaluation, Event
@@ -73,7 +79,19 @@ def _row_line(row: dict[str, Any]) -> str:
     )
 
 
-def report_only(directory: Path) -> None:
+def _report(directory: Path, rows: list[dict[str, Any]], calibration_file: Path | None) -> None:
+    """report.md and plots, with content metrics filled in for older runs and the judge's
+    calibration when one exists for the evaluation's judge model."""
+    config = read_config(directory)
+    rows = fill_content(directory, rows, ((config or {}).get("task") or {}).get("ref"))
+    judge_model = ((config or {}).get("judge") or {}).get("model")
+    calibration, note = find_calibration(directory, judge_model, calibration_file)
+    made = write_report(directory, rows, config, calibration, note)
+    print_report(console, rows, calibration, note)
+    _print_outputs(made)
+
+
+def report_only(directory: Path, calibration_file: Path | None = None) -> None:
     store = ResultsStore(directory)
     if not store.path.exists():
         raise UserError(f"no {store.path}: run `ima eval --out {directory}` first")
@@ -85,9 +103,7 @@ def report_only(directory: Path) -> None:
         )
     if not rows:
         raise UserError(f"{store.path} holds no finished runs yet")
-    made = write_report(directory, rows, read_config(directory))
-    print_report(console, rows)
-    _print_outputs(made)
+    _report(directory, rows, calibration_file)
 
 
 def _print_outputs(made: dict[str, Any]) -> None:
@@ -97,6 +113,7 @@ def _print_outputs(made: dict[str, Any]) -> None:
 
 
 def eval_command(
+    ctx: typer.Context,
     task: Annotated[
         str, typer.Option(help="Task id (see `ima tasks`) or path to a task YAML file.")
     ] = "data-pipeline",
@@ -173,6 +190,14 @@ def eval_command(
             "--report-only", metavar="DIR", help="Re-analyse a stored evaluation; run nothing."
         ),
     ] = None,
+    calibration_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--calibration",
+            metavar="FILE",
+            help="calibration.json to show in the report (default: OUT/calibration.json).",
+        ),
+    ] = None,
 ) -> None:
     """Compare intrinsic memory with the memoryless baseline: paired runs, an LLM judge,
     objective metrics, rank-sum statistics, box plots and a Markdown report.
@@ -185,10 +210,16 @@ def eval_command(
       ima eval --pairs 10\n
       ima eval --model ollama:qwen2.5:7b --judge-model ollama:qwen2.5:14b\n
       ima eval --templates generic,manual,llm --budgets 1024,2048\n
-      ima eval --report-only evals/data-pipeline
+      ima eval --report-only evals/data-pipeline\n
+      ima eval calibrate --judge-model ollama:qwen2.5:14b
     """
+    if ctx.invoked_subcommand is not None:
+        _no_options_before(ctx)
+        return
+    if calibration_file is not None and not calibration_file.is_file():
+        raise UserError(f"calibration file {calibration_file} not found: check --calibration")
     if report_only_dir is not None:
-        report_only(report_only_dir)
+        report_only(report_only_dir, calibration_file)
         return
     overrides = {
         "model": model,
@@ -234,15 +265,34 @@ def eval_command(
     errors = _run(evaluation, len(done), len(done) + len(todo), settings.turn_cap)
     rows = evaluation.store.load()
     if rows:
-        made = write_report(directory, rows, read_config(directory))
-        print_report(console, rows)
-        _print_outputs(made)
+        _report(directory, rows, calibration_file)
     if errors:
         err.print(
             f"[red]{errors} run(s) failed[/red] (see above); run the same command again to "
             "resume them: stored runs are kept"
         )
         raise typer.Exit(1)
+
+
+def _no_options_before(ctx: typer.Context) -> None:
+    """`ima eval --judge-model X calibrate` would silently drop X: refuse it."""
+    given = [
+        p.opts[0]
+        for p in ctx.command.params
+        # by name: typer ships its own copy of click, whose enum is another class
+        if p.name and getattr(ctx.get_parameter_source(p.name), "name", "") == "COMMANDLINE"
+    ]
+    if given:
+        sub = ctx.invoked_subcommand
+        raise UserError(
+            f"{', '.join(given)} given before `{sub}`: put options after it "
+            f"(`ima eval {sub} {given[0]} ...`; see `ima eval {sub} --help`)"
+        )
+
+
+eval_app = typer.Typer(no_args_is_help=False)
+eval_app.callback(invoke_without_command=True)(eval_command)
+eval_app.command("calibrate")(calibrate_command)
 
 
 class _EvalProgress(Progress):

@@ -14,6 +14,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from ima.evals.calibration import calibration_md
 from ima.evals.judge import LABELS, METRICS
 from ima.evals.metrics import Metric, metrics_for
 from ima.evals.stats import Summary, ranksum_p, ratio, summarize
@@ -204,8 +205,24 @@ def terminal_view(rows: list[dict[str, Any]]) -> Group:
     return Group(*parts)
 
 
-def print_report(console: Console, rows: list[dict[str, Any]]) -> None:
+def calibration_line(calibration: dict[str, Any] | None, note: str = "") -> str:
+    """One line on the judge's calibration, for beside its verdicts."""
+    if calibration is None:
+        return f"Judge calibration: none ({note})" if note else "Judge calibration: none"
+    return f"Judge calibration ({calibration['judge']['model']}): {calibration['analysis']['verdict']['line']}"
+
+
+def print_report(
+    console: Console,
+    rows: list[dict[str, Any]],
+    calibration: dict[str, Any] | None = None,
+    note: str = "",
+) -> None:
     console.print(terminal_view(rows))
+    if rows:
+        fails = calibration is not None and not calibration["analysis"]["verdict"]["discriminates"]
+        style = "bold red" if fails else "dim"
+        console.print(calibration_line(calibration, note), style=style, highlight=False)
 
 
 # ----------------------------------------------------------------------------- Markdown
@@ -219,7 +236,13 @@ def _md_table(header: list[str], body: list[list[str]], align: str = "") -> list
     return lines
 
 
-def _comparison_md(cell: Cell, plots: dict[str, str], requirements: dict[str, str]) -> list[str]:
+def _comparison_md(
+    cell: Cell,
+    plots: dict[str, str],
+    requirements: dict[str, str],
+    calibration: dict[str, Any] | None = None,
+    note: str = "",
+) -> list[str]:
     lines = [f"## Results: {cell.label}", ""]
     lines.append(
         f"Runs: baseline {len(cell.baseline)} ({_status_counts(cell.baseline)}); "
@@ -227,6 +250,14 @@ def _comparison_md(cell: Cell, plots: dict[str, str], requirements: dict[str, st
         f"Failed judge verdicts (excluded from the judge rows): baseline "
         f"{_judge_failures(cell.baseline)}, intrinsic {_judge_failures(cell.intrinsic)}."
     )
+    lines += ["", calibration_line(calibration, note) + "."]
+    if calibration is not None and calibration["analysis"]["verdict"]["discriminates"] is False:
+        lines += [
+            "",
+            "**Caution:** on the calibration set this judge cannot tell the reference design "
+            "from degraded ones (see Judge calibration), so its rows below should not carry a "
+            "conclusion; lean on the objective metrics.",
+        ]
     warned = _judge_warnings(cell.baseline) + _judge_warnings(cell.intrinsic)
     if warned:
         lines += [
@@ -490,7 +521,11 @@ def _runs_md(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def markdown_report(
-    rows: list[dict[str, Any]], config: dict[str, Any] | None, plots: dict[str, dict[str, str]]
+    rows: list[dict[str, Any]],
+    config: dict[str, Any] | None,
+    plots: dict[str, dict[str, str]],
+    calibration: dict[str, Any] | None = None,
+    note: str = "",
 ) -> str:
     all_cells = cells(rows)
     title = "Evaluation: intrinsic memory agents vs the memoryless baseline"
@@ -508,21 +543,40 @@ def markdown_report(
         "rank-sum test (scipy.stats.ranksums, normal approximation), as in the paper. "
         "Requirement coverage (primary: the deterministic evidence check of the task's keyword "
         "groups) is the share of the task's requirements the final design addresses. Judge "
-        "scores are 1-10; failed verdicts are counted and left out.",
+        "scores are 1-10; failed verdicts are counted and left out. Content metrics (no "
+        "model): brief figures stated (the task's key figures found in design.md, in "
+        "design.json, in both; conflicts: the spec's field for a figure holds another number), "
+        "parroting (share of word 8-grams copied verbatim from the brief, the instructions or "
+        "earlier turns; per turn, averaged per run, and for the final design) and repetition "
+        "(share of a turn's 8-grams repeating the same agent's earlier turns).",
         "",
     ]
     lines += _config_md(config, rows)
+    lines += ["", *_calibration_section(calibration, note)]
     for cell in all_cells:
         requirements = (config or {}).get("requirements", {})
-        lines += ["", *_comparison_md(cell, plots.get(cell.suffix, {}), requirements)]
+        lines += [
+            "",
+            *_comparison_md(cell, plots.get(cell.suffix, {}), requirements, calibration, note),
+        ]
     if len(all_cells) > 1:
         lines += ["", *_ablation_md(all_cells, plots.get("_all", {}))]
     lines += ["", *_runs_md(rows)]
     return "\n".join(lines).rstrip() + "\n"
 
 
+def _calibration_section(calibration: dict[str, Any] | None, note: str) -> list[str]:
+    if calibration is None:
+        return ["## Judge calibration", "", f"None: {note or 'no calibration file'}."]
+    return calibration_md(calibration, level=2)
+
+
 def write_report(
-    directory: Path, rows: list[dict[str, Any]], config: dict[str, Any] | None
+    directory: Path,
+    rows: list[dict[str, Any]],
+    config: dict[str, Any] | None,
+    calibration: dict[str, Any] | None = None,
+    note: str = "",
 ) -> dict[str, Any]:
     """report.md and the PNG plots in `directory`; returns their paths."""
     from ima.evals import plots as plotting
@@ -542,5 +596,5 @@ def write_report(
         }
     made = {k: {n: p for n, p in v.items() if p} for k, v in made.items()}
     report = directory / REPORT_FILE
-    write_text_atomic(report, markdown_report(rows, config, made))
+    write_text_atomic(report, markdown_report(rows, config, made, calibration, note))
     return {"report": report, "plots": [directory / p for v in made.values() for p in v.values()]}
