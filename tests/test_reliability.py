@@ -186,7 +186,7 @@ def test_read_only_commands_work_on_a_database_nobody_may_write(cli, tmp_path):
 
 
 def test_runs_never_cut_a_thread_id_in_a_narrow_terminal(cli, monkeypatch):
-    thread = "data-pipeline-20261201-120000-beef"
+    thread = "data-pipeline-20261201.120000-beef"
     assert cli("run", *SCRIPTED, "--thread", thread, "--json")[0] == 0
     monkeypatch.setenv("COLUMNS", "80")
     code, out, _ = cli("runs")
