@@ -349,3 +349,16 @@ def test_degenerate_verdicts_are_flagged_but_still_scored():
     assert verdict_warnings(real, prompt) == []
     verdict = judge_design(ScriptedChatModel(), subject="t1", **DESIGN)
     assert verdict["status"] == "ok" and verdict["warnings"] == []
+
+
+def test_cached_input_is_compared_when_the_backend_reports_it():
+    from ima.evals.metrics import metrics_for
+
+    def row(cached: int) -> dict:
+        total = {"input_tokens": 1000, "output_tokens": 50, "cached_tokens": cached}
+        return {"usage": {"total": total, "by_kind": {}}, "turns": 3, "wall_seconds": 1.0}
+
+    names = {m.name: m for m in metrics_for([row(600), row(0)])}
+    assert names["input_evaluated"].get(row(600)) == 400
+    assert names["input_cached"].get(row(600)) == 600
+    assert "input_cached" not in {m.name for m in metrics_for([row(0)])}  # nothing reported

@@ -103,7 +103,7 @@ def add_usage(
     for role, kinds in update.items():
         for kind, u in kinds.items():
             prev = out.setdefault(role, {}).get(kind)
-            out[role][kind] = u if prev is None else {k: prev[k] + u[k] for k in u}  # type: ignore[literal-required]
+            out[role][kind] = u if prev is None else {k: prev.get(k, 0) + u[k] for k in u}  # type: ignore[misc]
     return out
 
 

@@ -111,6 +111,15 @@ def content_metrics_for(rows: list[dict[str, Any]]) -> list[Metric]:
     ]
 
 
+def _input(row: dict[str, Any], part: str) -> float | None:
+    """Input tokens the backend served from its prompt cache, or evaluated anew."""
+    total = (row.get("usage") or {}).get("total")
+    if not total:
+        return None
+    cached = float(total.get("cached_tokens", 0))
+    return cached if part == "cached" else float(total.get("input_tokens", 0)) - cached
+
+
 def kinds_in(rows: list[dict[str, Any]]) -> list[str]:
     found = {k for r in rows for k in ((r.get("usage") or {}).get("by_kind") or {})}
     return [k for k in KIND_ORDER if k in found] + sorted(found - set(KIND_ORDER))
@@ -129,6 +138,23 @@ def metrics_for(rows: list[dict[str, Any]]) -> list[Metric]:
                 short=f" · {KIND_SHORT.get(kind, kind)}",
             )
         )
+    if any(_input(r, "cached") for r in rows):  # only backends that report their cache
+        out += [
+            Metric(
+                "input_evaluated",
+                "Input tokens evaluated",
+                lambda r: _input(r, "new"),
+                ",.0f",
+                short=" · evaluated in",
+            ),
+            Metric(
+                "input_cached",
+                "Input tokens from cache",
+                lambda r: _input(r, "cached"),
+                ",.0f",
+                short=" · cached in",
+            ),
+        ]
     out += [
         Metric("turns", "Turns", lambda r: float(r["turns"]), ",.1f"),
         Metric(

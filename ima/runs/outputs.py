@@ -49,12 +49,12 @@ def usage_totals(usage: dict[str, dict[str, CallUsage]]) -> dict[str, Any]:
     """Usage per agent, per call kind and overall, from the state's per-role-and-kind sums."""
     by_kind: dict[str, dict[str, float]] = {}
     by_agent: dict[str, dict[str, float]] = {}
-    keys = ("input_tokens", "output_tokens", "calls", "seconds", "estimated_calls")
+    keys = ("input_tokens", "output_tokens", "calls", "seconds", "estimated_calls", "cached_tokens")
     for role, kinds in usage.items():
         for kind, u in kinds.items():
             for bucket in (by_kind.setdefault(kind, {}), by_agent.setdefault(role, {})):
-                for k in keys:
-                    bucket[k] = bucket.get(k, 0) + u[k]  # type: ignore[literal-required]
+                for k in keys:  # cached_tokens: absent in runs made before it was recorded
+                    bucket[k] = bucket.get(k, 0) + u.get(k, 0)  # type: ignore[misc]
     total = {k: sum(b.get(k, 0) for b in by_kind.values()) for k in keys}
     return {"total": total, "by_kind": by_kind, "by_agent": by_agent, "by_agent_and_kind": usage}
 
