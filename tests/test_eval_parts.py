@@ -13,9 +13,10 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
+from ima.evals.comparison import Cell
 from ima.evals.coverage import design_text, evidence_coverage, llm_coverage, parse_check
 from ima.evals.judge import METRICS, judge_design, parse_verdict
-from ima.evals.report import Cell, markdown_report
+from ima.evals.report import markdown_report
 from ima.evals.stats import ranksum_p, summarize
 from ima.evals.structured import AnswerError
 from ima.models.scripted import ScriptedChatModel

@@ -34,9 +34,10 @@ from ima.core.settings import RunContext
 from ima.evals.calibration import find_calibration
 from ima.evals.content_runs import fill_content
 from ima.evals.judge import METRICS
-from ima.evals.report import print_report, write_report
+from ima.evals.report import write_report
 from ima.evals.runner import EvalPlan, Evaluation, Event
 from ima.evals.store import ResultsStore, read_config
+from ima.evals.terminal import print_report
 from ima.models import agent_model, describe_model, load_chat_model
 from ima.tasks import load_task
 

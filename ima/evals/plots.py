@@ -12,7 +12,7 @@ from ima.evals.judge import LABELS, METRICS
 from ima.evals.metrics import metrics_for
 
 if TYPE_CHECKING:
-    from ima.evals.report import Cell
+    from ima.evals.comparison import Cell
 
 COLORS = {"baseline": "#8c9bb5", "intrinsic": "#e39b3c"}
 EXTRA_COLORS = ("#e39b3c", "#6cae75", "#b57bc4", "#d9665b", "#4fa3c7")
