@@ -22,6 +22,7 @@ from ima.cli.memory import memory_app
 from ima.cli.options import DbOpt, JsonOpt, MemoryModelOpt, ModelOpt, TaskOpt, TurnCapOpt
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
+from ima.evals.content import content_summary, state_content
 from ima.graph.builder import compile_graph
 from ima.models import agent_model, describe_model, memory_model
 from ima.models.errors import describe
@@ -420,7 +421,8 @@ def show(
     db: DbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Print a run's transcript, every agent's memory, token usage and status."""
+    """Print a run's transcript, every agent's memory, token usage, content metrics (figures
+    of the brief the design states, parroting, repetition) and status."""
     path = _db(db, must_exist=True)
     registry = RunRegistry(path, read_only=True)
     try:
@@ -428,10 +430,12 @@ def show(
     finally:
         registry.close()
     values = load_state(record, path)
+    content = content_summary(state_content(load_task(record.task_ref), values))
     if as_json:
-        print(json.dumps(display.show_json(record, values), indent=2))
+        print(json.dumps(display.show_json(record, values) | {"content": content}, indent=2))
     else:
         console.print(display.show_view(record, values))
+        console.print(display.content_table(content))
 
 
 @app.command("view")
