@@ -21,9 +21,10 @@ from ima.core.settings import RunContext
 from ima.graph.builder import compile_graph
 from ima.models import agent_model, describe_model, memory_model
 from ima.models.errors import describe
+from ima.runs.database import Database, open_database
+from ima.runs.leases import Holder
 from ima.runs.registry import RunRecord, RunRegistry
 from ima.runs.runner import Reviewer, create_run, execute, load_state, pending_review, resumable
-from ima.runs.sqlite import default_db
 from ima.tasks import available_tasks, load_task, load_task_file
 
 app = typer.Typer(
@@ -40,18 +41,25 @@ console = Console()
 err = Console(stderr=True, soft_wrap=True)  # errors stay on one line
 
 DbOpt = Annotated[
-    Path, typer.Option("--db", help="SQLite file for checkpoints and the run list (env IMA_DB).")
+    str | None,
+    typer.Option(
+        "--db",
+        help="Where runs live: a SQLite file, or postgresql://USER@HOST:PORT/DBNAME to share "
+        "them between machines (env IMA_DB; default runs/ima.sqlite).",
+    ),
 ]
 JsonOpt = Annotated[
     bool, typer.Option("--json", help="Print JSON on stdout for scripts, no live view.")
 ]
 
 
-def _db(db: Path | None, must_exist: bool = False) -> Path:
-    path = db or default_db()
-    if must_exist and not path.exists():
-        raise UserError(f"no runs database at {path}: start a run with `ima run`, or pass --db")
-    return path
+def _db(db: str | None, must_exist: bool = False) -> Database:
+    database = open_database(db)
+    if must_exist and not database.exists():
+        raise UserError(
+            f"no runs database at {database.label}: start a run with `ima run`, or pass --db"
+        )
+    return database
 
 
 def _finish(record: RunRecord, values: dict[str, Any], as_json: bool) -> None:
@@ -90,24 +98,31 @@ def _reviewer(approve: bool, as_json: bool, view: display.LiveView | None) -> Re
     return ask
 
 
+def _waiting(holder: Holder) -> None:
+    err.print(f"waiting: thread {holder.thread_id} is being run by {holder.describe()}")
+
+
 def _execute(
     record: RunRecord,
-    db: Path,
+    db: Database,
     as_json: bool,
     brief: str = "",
     verbose: bool = False,
     approve: bool = False,
     answer: dict[str, Any] | None = None,
+    wait: bool = False,
 ) -> None:
+    lease = {"wait": wait, "on_wait": _waiting}
     try:
         if as_json:
-            values = execute(
-                record, db, brief=brief, reviewer=_reviewer(approve, True, None), answer=answer
-            )
+            reviewer = _reviewer(approve, True, None)
+            values = execute(record, db, brief=brief, reviewer=reviewer, answer=answer, **lease)
         else:
             with display.LiveView(console, record, verbose) as view:
                 reviewer = _reviewer(approve, False, view)
-                values = execute(record, db, view, brief=brief, reviewer=reviewer, answer=answer)
+                values = execute(
+                    record, db, view, brief=brief, reviewer=reviewer, answer=answer, **lease
+                )
     except KeyboardInterrupt:
         err.print(f"interrupted: continue with `ima resume {record.thread_id}`")
         raise typer.Exit(130) from None
@@ -283,23 +298,30 @@ def resume(
     feedback: Annotated[
         str | None, typer.Option(help="Answer the pending review with feedback for the agents.")
     ] = None,
+    wait: Annotated[
+        bool,
+        typer.Option(
+            "--wait", help="If another process is running the thread, wait until it stops."
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Continue an interrupted run from its last checkpoint; completed turns are not repeated.
 
-    A run waiting for review continues with --approve or --feedback TEXT (or a prompt)."""
+    A run waiting for review continues with --approve or --feedback TEXT (or a prompt).
+    One process at a time runs a thread: a second one is refused (or waits with --wait)."""
     path = _db(db, must_exist=True)
     registry = RunRegistry(path)
     try:
         record = registry.get(thread)
     finally:
         registry.close()
-    resumable(record)
+    resumable(record, path, wait=wait)
     if not as_json:
         console.print(f"resuming [bold]{thread}[/bold]")
         _print_models(record.run_context())
     answer = {"feedback": feedback} if feedback and feedback.strip() else None
-    _execute(record, path, as_json, approve=approve, answer=answer)
+    _execute(record, path, as_json, approve=approve, answer=answer, wait=wait)
 
 
 @app.command("runs")

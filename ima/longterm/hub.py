@@ -94,7 +94,11 @@ class MemoryHub:
         """A hub on a SQLite file (created if missing); MemoryUnavailable if unusable."""
         from ima.longterm.backend import open_sqlite
 
-        backend = open_sqlite(path, timeout)
+        return cls.on_backend(open_sqlite(path, timeout), principal, **kwargs)
+
+    @classmethod
+    def on_backend(cls, backend: Any, principal: str, **kwargs: Any) -> MemoryHub:
+        """A hub on an opened backend (its store and revision log); closes it with the hub."""
         try:
             hub = cls(backend.store, principal, revisions=backend.revisions, **kwargs)
         except BaseException:

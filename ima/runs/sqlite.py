@@ -12,8 +12,9 @@ from ima.core.errors import UserError
 DEFAULT_DB = Path("runs") / "ima.sqlite"
 
 
-def default_db() -> Path:
-    return Path(os.environ.get("IMA_DB") or DEFAULT_DB)
+def default_target() -> str:
+    """IMA_DB (a SQLite path or a postgresql:// URL), else runs/ima.sqlite."""
+    return os.environ.get("IMA_DB") or str(DEFAULT_DB)
 
 
 def connect(path: Path, *, autocommit: bool = False) -> sqlite3.Connection:
