@@ -14,6 +14,7 @@ import atexit
 import re
 import sqlite3
 import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -206,12 +207,26 @@ class PostgresDatabase(Database):
         return _READY.setdefault(self.url, set())  # per process: tables outlive objects
 
     def _set_up(self, create: Callable[[Sql], None]) -> None:
-        with self.pool.connection() as conn:
-            conn.execute("SELECT pg_advisory_lock(%s)", (_SETUP_LOCK,))
-            try:
-                create(Sql(conn, postgres=True))
-            finally:
-                conn.execute("SELECT pg_advisory_unlock(%s)", (_SETUP_LOCK,))
+        import psycopg
+
+        try:
+            with self.pool.connection() as conn:
+                # Poll rather than wait inside a statement: LangGraph's CREATE INDEX
+                # CONCURRENTLY waits for every running statement, a blocked lock call too.
+                while not conn.execute(
+                    "SELECT pg_try_advisory_lock(%s) AS ok", (_SETUP_LOCK,)
+                ).fetchone()["ok"]:
+                    time.sleep(0.05)
+                try:
+                    create(Sql(conn, postgres=True))
+                finally:
+                    conn.execute("SELECT pg_advisory_unlock(%s)", (_SETUP_LOCK,))
+        except psycopg.errors.InsufficientPrivilege as exc:
+            reason = (str(exc).splitlines() or [""])[0]
+            raise UserError(
+                f"cannot create tables in PostgreSQL database {self.label}: {reason} (use a "
+                "database the user owns, or grant it CREATE on schema public)"
+            ) from None
 
     @contextmanager
     def session(self) -> Iterator[Sql]:
@@ -325,6 +340,15 @@ def _pool(url: str) -> Any:
         )
         _POOLS[url] = pool
         return pool
+
+
+def close_pool(url: str) -> None:
+    """Close the process's pool for `url` (the next use opens a new one)."""
+    with _POOLS_LOCK:
+        pool = _POOLS.pop(url, None)
+        _READY.pop(url, None)
+    if pool is not None:
+        pool.close(timeout=1)
 
 
 @atexit.register
