@@ -50,7 +50,11 @@ def test_refused_connection_is_one_line_and_writes_nothing(cli, tmp_path):
     ("database", "user", "expected"),
     [
         ("no_such_db", "postgres", 'database "no_such_db" does not exist'),
-        ("postgres", f"{PASSWORD_USER}:wrong", f'password authentication failed for user "{PASSWORD_USER}"'),
+        (
+            "postgres",
+            f"{PASSWORD_USER}:wrong",
+            f'password authentication failed for user "{PASSWORD_USER}"',
+        ),
     ],
 )
 def test_missing_database_and_bad_password_are_one_line(
@@ -94,7 +98,7 @@ def test_run_show_runs_on_either_backend(cli, db_target):
 def test_ima_db_environment_selects_the_backend(cli, monkeypatch, db_target):
     monkeypatch.setenv("IMA_DB", db_target)
     assert cli("run", *RUN, "--thread", "env")[0] == 0
-    code, out, _ = cli("runs", "--json")
+    _code, out, _ = cli("runs", "--json")
     assert [r["thread_id"] for r in json.loads(out)] == ["env"]
 
 

@@ -26,9 +26,8 @@ SHORT = LeaseSettings(seconds=0.6)
 def test_a_second_claim_is_refused_with_who_holds_it(db_target):
     db = open_database(db_target)
     with leases.hold(db, "t") as held:
-        with pytest.raises(ThreadBusy) as refused:
-            with leases.hold(db, "t"):
-                pass
+        with pytest.raises(ThreadBusy) as refused, leases.hold(db, "t"):
+            pass
         message = str(refused.value)
         assert message.startswith(
             f"thread t is being run by process {os.getpid()} on host {os.uname().nodename} since "
@@ -44,9 +43,8 @@ def test_heartbeats_keep_a_lease_past_its_term(db_target):
     db = open_database(db_target)
     with leases.hold(db, "t", settings=SHORT) as held:
         time.sleep(3 * SHORT.seconds)
-        with pytest.raises(ThreadBusy):
-            with leases.hold(db, "t", settings=SHORT):
-                pass
+        with pytest.raises(ThreadBusy), leases.hold(db, "t", settings=SHORT):
+            pass
         held.check()
     db.close()
 
@@ -60,9 +58,8 @@ def test_a_silent_holder_expires_and_cannot_write_afterwards(db_target):
     assert old.claim() is None
     old._stop.set()  # the heartbeat dies, the process does not know yet
     old._beat.join()
-    with pytest.raises(ThreadBusy):
-        with leases.hold(db, "t", settings=SHORT):
-            pass
+    with pytest.raises(ThreadBusy), leases.hold(db, "t", settings=SHORT):
+        pass
     time.sleep(SHORT.seconds + 0.2)
     with leases.hold(db, "t", settings=SHORT) as new:
         with pytest.raises(LeaseLost):
@@ -104,9 +101,8 @@ def test_a_holder_killed_on_this_machine_is_void_at_once(db_target):
     proc = subprocess.Popen([sys.executable, "-c", HOLD, db_target], stdout=subprocess.PIPE)
     assert proc.stdout.readline().strip() == b"held"
     db = open_database(db_target)
-    with pytest.raises(ThreadBusy, match=f"process {proc.pid} "):
-        with leases.hold(db, "t"):
-            pass
+    with pytest.raises(ThreadBusy, match=f"process {proc.pid} "), leases.hold(db, "t"):
+        pass
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     with leases.hold(db, "t"):  # no need to wait for the 30 s term
