@@ -83,3 +83,11 @@ def db_target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return str(tmp_path / "runs" / "ima.sqlite")
     return request.getfixturevalue("pg_url")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def memory_target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where long-term memory lives, once per backend: a SQLite file, then a URL."""
+    if request.param == "sqlite":
+        return str(tmp_path / "memory.sqlite")
+    return request.getfixturevalue("pg_url")

@@ -95,11 +95,7 @@ class Database(ABC):
         or a postgresql:// URL) if set, else this database."""
         if not memory_store:
             return self.long_term_backend(timeout)
-        if is_url(memory_store):
-            return open_database(memory_store).long_term_backend(timeout)
-        from ima.longterm.backend import open_sqlite
-
-        return open_sqlite(Path(memory_store), timeout), memory_store
+        return open_memory_backend(memory_store, timeout)
 
     def set_up(self, name: str, create: Callable[[Sql], None]) -> None:
         """Create one component's tables (idempotent statements in `create`), once per
@@ -289,6 +285,36 @@ def open_database(target: str | Path | Database | None = None) -> Database:
             "postgresql://USER@HOST:PORT/DBNAME (--db or IMA_DB)"
         )
     return PostgresDatabase(text)
+
+
+def memory_location(memory_store: str = "", db: str | None = None) -> str:
+    """Where long-term memory lives: the memory_store setting, else beside the runs
+    database (--db / IMA_DB): memory.sqlite next to a SQLite file, or the same PostgreSQL
+    database."""
+    if memory_store:
+        return memory_store
+    database = open_database(db)
+    if isinstance(database, PostgresDatabase):
+        return database.url
+    return str(Path(database.label).parent / "memory.sqlite")
+
+
+def open_memory_backend(location: str, timeout: float = 30.0) -> tuple[Any, str]:
+    """Long-term memory at `location`, a SQLite file or a postgresql:// URL."""
+    if is_url(location):
+        return open_database(location).long_term_backend(timeout)
+    from ima.longterm.backend import open_sqlite
+
+    return open_sqlite(Path(location), timeout), location
+
+
+def open_memory_hub(location: str | Path, principal: str, **kwargs: Any) -> Any:
+    """A MemoryHub on `location` (a SQLite file or a postgresql:// URL); close it after."""
+    from ima.longterm.hub import MemoryHub
+
+    timeout = kwargs.pop("timeout", 30.0)
+    backend, _ = open_memory_backend(str(location), timeout)
+    return MemoryHub.on_backend(backend, principal, **kwargs)
 
 
 # -- PostgreSQL connections ----------------------------------------------------------------
