@@ -14,8 +14,9 @@ from rich.prompt import Prompt
 from rich.table import Table
 
 from ima.cli import display
-from ima.cli.evaluate import eval_command
+from ima.cli.evaluate import eval_app
 from ima.cli.memory import memory_app
+from ima.cli.workers import status_command, worker_command
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
 from ima.graph.builder import compile_graph
@@ -36,7 +37,9 @@ app = typer.Typer(
     rich_markup_mode="rich",
 )
 app.add_typer(memory_app, name="memory")
-app.command("eval")(eval_command)
+eval_app.command("status")(status_command)
+app.add_typer(eval_app, name="eval")
+app.command("worker")(worker_command)
 console = Console()
 err = Console(stderr=True, soft_wrap=True)  # errors stay on one line
 

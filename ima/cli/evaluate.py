@@ -1,13 +1,17 @@
-"""`ima eval`: paired runs of intrinsic memory and the baseline, judged, stored, reported.
+"""`ima eval`: paired runs of intrinsic memory and the baseline, judged, stored, reported;
+with `--db`, queued in a shared database for `ima worker`s; `ima eval status` shows progress.
 
-Register it on the `ima` app with `app.command("eval")(eval_command)`.
+Register it on the `ima` app with `app.add_typer(eval_app, name="eval")`: a group whose
+callback is the evaluation itself (run when no sub-command follows).
 """
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from collections.abc import Iterable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -27,10 +31,12 @@ from rich.text import Text
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
 from ima.evals.judge import METRICS
+from ima.evals.queue import SharedEvaluation, eval_name
 from ima.evals.report import print_report, write_report
 from ima.evals.runner import EvalPlan, Evaluation, Event
-from ima.evals.store import ResultsStore, read_config
+from ima.evals.store import ResultsStore
 from ima.models import agent_model, describe_model, load_chat_model
+from ima.runs.database import Database, is_url, open_database
 from ima.tasks import load_task
 
 console = Console()
@@ -69,10 +75,29 @@ def _row_line(row: dict[str, Any]) -> str:
     )
 
 
-def report_only(directory: Path) -> None:
-    store = ResultsStore(directory)
-    if not store.path.exists():
-        raise UserError(f"no {store.path}: run `ima eval --out {directory}` first")
+def _shared_database(db: str | None) -> Database | None:
+    """The shared database: --db, or IMA_DB when it is a postgresql:// URL (a local
+    evaluation keeps its own SQLite file in its directory, as always)."""
+    if db:
+        return open_database(db)
+    if is_url(os.environ.get("IMA_DB", "")):
+        return open_database(None)
+    return None
+
+
+def report_only(directory: Path, db: str | None = None) -> None:
+    database = _shared_database(db)
+    store: ResultsStore | SharedEvaluation
+    if database is not None:
+        store = SharedEvaluation(database, eval_name(str(directory)))
+        if store.read_config() is None:
+            raise UserError(
+                f"no evaluation {store.name} in {database.label}: see `ima eval status`"
+            )
+    else:
+        store = ResultsStore(directory)
+        if not store.path.exists():
+            raise UserError(f"no {store.path}: run `ima eval --out {directory}` first")
     rows = store.load()
     if store.skipped_lines:
         err.print(
@@ -80,7 +105,7 @@ def report_only(directory: Path) -> None:
         )
     if not rows:
         raise UserError(f"{store.path} holds no finished runs yet")
-    made = write_report(directory, rows, read_config(directory))
+    made = write_report(directory, rows, store.read_config())
     print_report(console, rows)
     _print_outputs(made)
 
@@ -92,6 +117,7 @@ def _print_outputs(made: dict[str, Any]) -> None:
 
 
 def eval_command(
+    ctx: typer.Context,
     task: Annotated[
         str, typer.Option(help="Task id (see `ima tasks`) or path to a task YAML file.")
     ] = "data-pipeline",
@@ -161,6 +187,15 @@ def eval_command(
             "--report-only", metavar="DIR", help="Re-analyse a stored evaluation; run nothing."
         ),
     ] = None,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db",
+            help="Queue the runs in a shared database (postgresql://USER@HOST:PORT/DBNAME) for "
+            "`ima worker`s on any machine, instead of running them here (also IMA_DB when it "
+            "is a URL). With --report-only: read the results from it.",
+        ),
+    ] = None,
 ) -> None:
     """Compare intrinsic memory with the memoryless baseline: paired runs, an LLM judge,
     objective metrics, rank-sum statistics, box plots and a Markdown report.
@@ -173,10 +208,13 @@ def eval_command(
       ima eval --pairs 10\n
       ima eval --model ollama:qwen2.5:7b --judge-model ollama:qwen2.5:14b\n
       ima eval --templates generic,manual,llm --budgets 1024,2048\n
-      ima eval --report-only evals/data-pipeline
+      ima eval --report-only evals/data-pipeline\n
+      ima eval --pairs 10 --db postgresql://ima@db-host/ima   (then: ima worker, ima eval status)
     """
+    if ctx.invoked_subcommand is not None:
+        return
     if report_only_dir is not None:
-        report_only(report_only_dir)
+        report_only(report_only_dir, db)
         return
     overrides = {"model": model, "memory_model": memory_model, "turn_cap": turn_cap}
     settings = RunContext(**{k: v for k, v in overrides.items() if v is not None})
@@ -198,7 +236,9 @@ def eval_command(
         judge_attempts=judge_attempts,
         command=shlex.join(["ima", *sys.argv[1:]]) if sys.argv[1:2] == ["eval"] else "",
     )
-    evaluation = Evaluation(plan, directory)
+    database = _shared_database(db)
+    shared = SharedEvaluation(database, eval_name(str(directory))) if database else None
+    evaluation = Evaluation(plan, directory, shared)
     evaluation.prepare()
     done, todo = evaluation.pending()
     console.print(
@@ -212,12 +252,15 @@ def eval_command(
     console.print(
         f"judge: {describe_model(judge)} · temperature 0 · seed {judge_seed}", highlight=False
     )
+    if shared is not None:
+        _enqueue(evaluation, shared, len(done), todo)
+        return
     if done:
         console.print(f"resuming: {len(done)} of {len(done) + len(todo)} runs already stored")
     errors = _run(evaluation, len(done), len(done) + len(todo), settings.turn_cap)
     rows = evaluation.store.load()
     if rows:
-        made = write_report(directory, rows, read_config(directory))
+        made = write_report(directory, rows, evaluation.store.read_config())
         print_report(console, rows)
         _print_outputs(made)
     if errors:
@@ -226,6 +269,22 @@ def eval_command(
             "resume them: stored runs are kept"
         )
         raise typer.Exit(1)
+
+
+def _enqueue(evaluation: Evaluation, shared: SharedEvaluation, done: int, todo: list) -> None:
+    counts = shared.enqueue([(r.key, evaluation.thread_id(r), asdict(r)) for r in todo])
+    target = shared.db.label
+    console.print(
+        f"queued in {target} as evaluation [bold]{shared.name}[/bold]: {done} stored · "
+        f"{counts['queued']} queued · {counts['running']} running · {counts['failed']} failed",
+        highlight=False,
+    )
+    console.print(
+        f"start workers (any machine): ima worker --db {target}\n"
+        f"watch: ima eval status --db {target}\n"
+        f"report: ima eval --report-only {shared.name} --db {target}",
+        highlight=False,
+    )
 
 
 class _EvalProgress(Progress):
@@ -292,3 +351,7 @@ def _run(evaluation: Evaluation, done: int, total: int, cap: int) -> int:
             )
             raise typer.Exit(130) from None
     return errors
+
+
+eval_app = typer.Typer(no_args_is_help=False, add_completion=False)
+eval_app.callback(invoke_without_command=True)(eval_command)

@@ -200,6 +200,8 @@ def _compact_postgres(
         checkpoint = row["checkpoint"]
         versions = checkpoint["channel_versions"]
         for key, value in delta.items():
+            if key not in versions:
+                continue  # never written (e.g. memories in the baseline): nothing to keep
             kind, blob = saver.serde.dumps_typed(_DeltaSnapshot(value))
             cur.execute(_PG_BLOB, (thread_id, key, str(versions[key]), kind, blob))
             checkpoint["channel_values"][key] = True  # the saver's "snapshot in a blob" mark
