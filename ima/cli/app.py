@@ -39,7 +39,6 @@ app = typer.Typer(
 app.add_typer(memory_app, name="memory")
 eval_app.command("status")(status_command)
 app.add_typer(eval_app, name="eval")
-app.command("worker")(worker_command)
 console = Console()
 err = Console(stderr=True, soft_wrap=True)  # errors stay on one line
 
@@ -393,6 +392,9 @@ def graph(
     if memory not in ("intrinsic", "none"):
         raise UserError(f"unknown memory mode {memory!r}: use intrinsic or none")
     print(compile_graph(load_task(task), memory).get_graph().draw_mermaid())  # type: ignore[arg-type]
+
+
+app.command("worker")(worker_command)  # listed after eval in --help
 
 
 def main() -> None:
