@@ -225,3 +225,11 @@ def test_two_resumes_at_once_one_runs_the_other_is_refused_or_waits(db_target, t
         ).stdout
     )
     assert shown["status"] == "finalized" and shown["usage"]["total"]["calls"] > 0
+
+
+def test_a_bad_lease_term_is_one_line_before_anything_is_written(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("IMA_LEASE_SECONDS", "soon")
+    db = tmp_path / "x.sqlite"
+    code, _, err = cli("run", "--model", "scripted", "--no-long-term", "--db", str(db))
+    assert code == 2 and "IMA_LEASE_SECONDS='soon' is invalid" in err
+    assert not db.exists()

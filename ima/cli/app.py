@@ -23,7 +23,7 @@ from ima.graph.builder import compile_graph
 from ima.models import agent_model, describe_model, memory_model
 from ima.models.errors import describe
 from ima.runs.database import Database, open_database
-from ima.runs.leases import Holder
+from ima.runs.leases import Holder, LeaseLost
 from ima.runs.registry import RunRecord, RunRegistry
 from ima.runs.runner import Reviewer, create_run, execute, load_state, pending_review, resumable
 from ima.tasks import available_tasks, load_task, load_task_file
@@ -130,6 +130,9 @@ def _execute(
         raise typer.Exit(130) from None
     except UserError:
         raise
+    except LeaseLost as exc:
+        err.print(f"[red]error:[/red] {exc}; this process stopped and wrote nothing more")
+        raise typer.Exit(1) from None
     except Exception as exc:
         if os.environ.get("IMA_DEBUG"):
             raise

@@ -19,7 +19,7 @@ from typing import Any
 from ima.core.errors import UserError
 from ima.runs import leases
 from ima.runs.database import Database, Sql
-from ima.runs.leases import Lease, LeaseSettings
+from ima.runs.leases import Lease, LeaseSettings, lease_settings
 
 EVALS, JOBS, RESULTS = "ima_evals", "ima_eval_jobs", "ima_eval_results"
 STATES = ("queued", "running", "done", "failed")
@@ -182,7 +182,7 @@ def claim(
             row = sql.one(text, (only,) if only else ())
             if row is None:
                 return None
-            lease = Lease(db, row["thread_id"], settings or LeaseSettings())
+            lease = Lease(db, row["thread_id"], settings or lease_settings())
             if not leases.claim_in(sql, lease):
                 continue
             sql.execute(

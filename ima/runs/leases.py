@@ -25,7 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ima.core.errors import UserError
@@ -64,6 +64,17 @@ class LeaseSettings(BaseSettings):
     @property
     def heartbeat(self) -> float:
         return self.seconds / 4  # three missed beats still leave time before expiry
+
+
+def lease_settings() -> LeaseSettings:
+    """The lease term from IMA_LEASE_SECONDS; a bad value is one UserError line."""
+    try:
+        return LeaseSettings()
+    except ValidationError:
+        given = os.environ.get("IMA_LEASE_SECONDS", "")
+        raise UserError(
+            f"IMA_LEASE_SECONDS={given!r} is invalid: give a positive number of seconds"
+        ) from None
 
 
 def set_up(db: Database) -> None:
@@ -244,7 +255,7 @@ def hold(
     """Hold the thread's lease for the block: ThreadBusy if another process holds it, or,
     with `wait`, poll until it is released or expires."""
     set_up(db)
-    lease = Lease(db, thread_id, settings or LeaseSettings())
+    lease = Lease(db, thread_id, settings or lease_settings())
     told = False
     while (holder := lease.claim()) is not None:
         if not wait:

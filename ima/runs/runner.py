@@ -90,6 +90,7 @@ def create_run(
     """Validate everything and register a new run; nothing is written if anything is wrong."""
     task = load_task(task_ref)
     validate_settings(task, memory_mode, settings, brief or task.description)
+    leases.lease_settings()  # a bad IMA_LEASE_SECONDS fails before the run exists
     registry = RunRegistry(db)
     try:
         thread_id = thread_id or new_thread_id(task)
