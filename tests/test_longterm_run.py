@@ -56,7 +56,7 @@ def test_a_second_run_starts_with_the_first_runs_matured_lessons(
     values, starts, first = run("alice")
     assert values["status"] == "finalized"
     assert not any(starts.values())  # nothing learned yet
-    assert first["long_term"]["learned"]["learned"] is True
+    assert first["long_term"]["learned"]["learned"] is True, first["long_term"]
     if "://" not in db:
         assert (Path(db).parent / "memory.sqlite").exists()  # beside the runs database
     else:
