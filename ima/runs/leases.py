@@ -23,7 +23,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -292,12 +291,3 @@ def started(lease: Lease) -> Lease:
     lease.renewed = time.monotonic()
     lease._start_heartbeat()
     return lease
-
-
-def as_row(holder: Holder) -> dict[str, Any]:
-    return {
-        "pid": holder.pid,
-        "host": holder.host,
-        "since": holder.since,
-        "heartbeat": holder.heartbeat,
-    }
