@@ -9,7 +9,7 @@ BIN    := $(VENV)/bin
 # wheel). A portable build keeps the cached wheel usable on other CPUs of the same family.
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench clean postgres-server
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +27,18 @@ lint: $(VENV)/.installed
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports --no-cache
 
-test: lint
+# The tests start their own private PostgreSQL server (initdb in a temporary directory, a
+# free loopback port): install the server binaries if they are missing (Debian/Ubuntu).
+postgres-server:
+	@command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
+	if [ "$$(id -u)" = 0 ]; then \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql || \
+		{ apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql; }; \
+	else \
+		echo "the tests need the PostgreSQL server: sudo apt-get install postgresql"; exit 1; \
+	fi
+
+test: lint postgres-server
 	$(BIN)/pytest
 
 clean:

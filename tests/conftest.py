@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,3 +51,43 @@ def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp
         return code, captured.out, captured.err
 
     return _cli
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster():
+    """A private PostgreSQL server for the whole session (initdb, free loopback port)."""
+    from benchmarks.pgcluster import private_cluster, server_bin
+
+    if server_bin("initdb") is None:
+        pytest.skip(
+            "PostgreSQL server not installed (no initdb): `make test` installs it "
+            "(apt-get install postgresql)"
+        )
+    with private_cluster() as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def pg_url(postgres_cluster) -> Iterator[str]:
+    """The URL of a new, empty database on the private server."""
+    from ima.runs.database import close_pool
+
+    url = postgres_cluster.new_database()
+    yield url
+    close_pool(url)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where runs live, once per backend: a SQLite path, then a postgresql:// URL."""
+    if request.param == "sqlite":
+        return str(tmp_path / "runs" / "ima.sqlite")
+    return request.getfixturevalue("pg_url")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def memory_target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where long-term memory lives, once per backend: a SQLite file, then a URL."""
+    if request.param == "sqlite":
+        return str(tmp_path / "memory.sqlite")
+    return request.getfixturevalue("pg_url")

@@ -6,10 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
-from ima.cli.evaluate import eval_app
 from ima.core.errors import UserError
 from ima.evals import runner as eval_runner
 from ima.evals.judge import METRICS
@@ -28,9 +26,8 @@ def ima_eval(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     monkeypatch.setenv("COLUMNS", "160")
     for name in ("IMA_MODEL", "IMA_TEMPLATE", "IMA_TOKEN_BUDGET", "IMA_TURN_CAP", "IMA_REVIEW"):
         monkeypatch.delenv(name, raising=False)
-    app = typer.Typer()
-    app.add_typer(eval_app, name="eval")  # a group: `ima eval` runs, `ima eval calibrate`
-    app.command("noop")(lambda: None)  # keeps `eval` a subcommand, as in `ima`
+    monkeypatch.delenv("IMA_DB", raising=False)
+    from ima.cli.app import app
 
     def run(*args: str):
         return CliRunner().invoke(app, ["eval", *args])

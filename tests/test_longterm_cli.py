@@ -9,7 +9,8 @@ from typer.testing import CliRunner
 
 from ima.cli.memory import memory_app
 from ima.core.errors import UserError
-from ima.longterm import MemoryHub, Policy, PolicySet, RunOutcome, learn
+from ima.longterm import Policy, PolicySet, RunOutcome, learn
+from ima.runs.database import open_memory_hub
 
 MEMORY = (
     "## Decisions\n- Storage format: Parquet on object storage\n- Ingest through Kafka topics\n"
@@ -17,11 +18,13 @@ MEMORY = (
 
 
 @pytest.fixture
-def store(tmp_path, monkeypatch):
+def store(memory_target, monkeypatch):
+    """A store with two runs' lessons, on each backend (`--store` takes a file or a URL)."""
     monkeypatch.setenv("IMA_PRINCIPAL", "alice")
     monkeypatch.setenv("COLUMNS", "200")
-    path = tmp_path / "memory.sqlite"
-    with MemoryHub.open(path, "alice", policies=PolicySet(default=Policy(min_support=2))) as hub:
+    path = memory_target
+    policies = PolicySet(default=Policy(min_support=2))
+    with open_memory_hub(path, "alice", policies=policies) as hub:
         learn(hub, RunOutcome("run-1", "finalized", {"BOA": (MEMORY, 4), "DEA": (MEMORY, 6)}))
         learn(hub, RunOutcome("run-2", "finalized", {"BOA": (MEMORY, 5)}))
     return path

@@ -1,10 +1,10 @@
-"""Conditional writes: concurrent writers lose no update, and a loser re-merges."""
+"""Conditional writes: concurrent writers lose no update, and a loser re-merges, on both
+backends (SQLite file; PostgreSQL, whose store has no compare-and-set of its own)."""
 
 from __future__ import annotations
 
 import multiprocessing
 import threading
-from pathlib import Path
 
 import pytest
 
@@ -12,6 +12,7 @@ from ima.longterm import MemoryHub, RunOutcome, learn
 from ima.longterm.hub import DOC_KEY
 from ima.longterm.merge import Candidate, merge
 from ima.longterm.namespaces import namespace, private
+from ima.runs.database import open_memory_hub
 
 
 def _lesson(writer: str, n: int) -> Candidate:
@@ -21,7 +22,7 @@ def _lesson(writer: str, n: int) -> Candidate:
 
 
 def _write_many(path: str, writer: str, count: int, barrier=None) -> None:
-    with MemoryHub.open(path, "alice") as hub:
+    with open_memory_hub(path, "alice") as hub:
         if barrier is not None:
             barrier.wait(120)  # a writer that died must not hang the other
         for n in range(count):
@@ -47,8 +48,8 @@ def _run_threads(target, args_list) -> None:
         raise errors[0]
 
 
-def _assert_nothing_lost(path: Path, writers: list[str], count: int) -> None:
-    with MemoryHub.open(path, "alice") as hub:
+def _assert_nothing_lost(path: str, writers: list[str], count: int) -> None:
+    with open_memory_hub(path, "alice") as hub:
         doc = hub.read(private("BOA"))
         texts = {i.text for i in doc.items.values()}
         expected = {_lesson(w, n).text for w in writers for n in range(count)}
@@ -58,8 +59,8 @@ def _assert_nothing_lost(path: Path, writers: list[str], count: int) -> None:
         assert revs == list(range(1, len(writers) * count + 1)) and doc.rev == revs[-1]
 
 
-def test_two_threads_lose_no_update(tmp_path):
-    path, count = tmp_path / "memory.sqlite", 40
+def test_two_threads_lose_no_update(memory_target):
+    path, count = memory_target, 40
     barrier = threading.Barrier(2)
     lost: list[int] = []
     original = MemoryHub.update
@@ -95,8 +96,8 @@ def _write_many_reporting(path: str, writer: str, count: int, barrier, errors) -
 
 
 @pytest.mark.slow  # spawns two interpreters
-def test_two_processes_lose_no_update(tmp_path):
-    path, count = tmp_path / "memory.sqlite", 25
+def test_two_processes_lose_no_update(memory_target):
+    path, count = memory_target, 25
     ctx = multiprocessing.get_context("spawn")
     barrier, errors = ctx.Barrier(2), ctx.Queue()
     procs = [
@@ -112,11 +113,11 @@ def test_two_processes_lose_no_update(tmp_path):
     _assert_nothing_lost(path, ["p", "q"], count)
 
 
-def test_the_loser_rereads_and_remerges(tmp_path):
+def test_the_loser_rereads_and_remerges(memory_target):
     """Writer one reads revision 0; writer two commits meanwhile; one's claim of revision 1
     fails, so it runs its merge again on two's document instead of overwriting it."""
-    path = tmp_path / "memory.sqlite"
-    with MemoryHub.open(path, "alice") as one, MemoryHub.open(path, "alice") as two:
+    path = memory_target
+    with open_memory_hub(path, "alice") as one, open_memory_hub(path, "alice") as two:
         seen: list[int] = []
 
         def change(doc):
@@ -132,18 +133,18 @@ def test_the_loser_rereads_and_remerges(tmp_path):
         assert texts == {_lesson("one", 1).text, _lesson("two", 1).text}
 
 
-def test_concurrent_learning_of_the_same_lesson_counts_both_runs(tmp_path):
-    path = tmp_path / "memory.sqlite"
+def test_concurrent_learning_of_the_same_lesson_counts_both_runs(memory_target):
+    path = memory_target
     memory = "## Decisions\n- Storage format: Parquet on object storage\n"
     barrier = threading.Barrier(4)
 
     def run(thread: str) -> None:
-        with MemoryHub.open(path, "alice") as hub:
+        with open_memory_hub(path, "alice") as hub:
             barrier.wait(60)
             learn(hub, RunOutcome(thread, "finalized", {"BOA": (memory, 2), "DEA": (memory, 3)}))
 
     _run_threads(run, [(f"run{i}",) for i in range(4)])
-    with MemoryHub.open(path, "alice") as hub:
+    with open_memory_hub(path, "alice") as hub:
         for scope in (private("BOA"), private("DEA"), hub.shared):
             (item,) = hub.read(scope).items.values()
             assert item.support_total == 4

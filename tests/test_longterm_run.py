@@ -19,14 +19,18 @@ class LessonModel(ScriptedChatModel):
         return super()._memory(prompt) + f"\n## Decisions and current status\n- {LESSON}"
 
 
-def test_a_second_run_starts_with_the_first_runs_matured_lessons(tmp_path, monkeypatch, task):
+def test_a_second_run_starts_with_the_first_runs_matured_lessons(
+    tmp_path, monkeypatch, task, db_target
+):
+    """On both backends: long-term memory lives in the runs database (PostgreSQL) or
+    beside it (memory.sqlite next to a SQLite file)."""
     from ima.runs.runner import create_run, execute
 
     model = LessonModel()
     monkeypatch.setattr("ima.models.load_chat_model", lambda *a, **k: model)
     policy = tmp_path / "policy.toml"
     policy.write_text("[default]\nmin_support = 1\n")  # one finalized run matures a lesson
-    db = tmp_path / "ima.sqlite"
+    db = db_target
 
     def run(principal: str, **settings) -> tuple[dict, dict, dict]:
         """One run; returns its final values, the setup node's starting memories, run.json."""
@@ -52,8 +56,9 @@ def test_a_second_run_starts_with_the_first_runs_matured_lessons(tmp_path, monke
     values, starts, first = run("alice")
     assert values["status"] == "finalized"
     assert not any(starts.values())  # nothing learned yet
-    assert first["long_term"]["learned"]["learned"] is True, first["long_term"]["learned"]
-    assert (db.parent / "memory.sqlite").exists()  # beside the runs database
+    assert first["long_term"]["learned"]["learned"] is True, first["long_term"]
+    if "://" not in db:
+        assert (Path(db).parent / "memory.sqlite").exists()  # beside the runs database
 
     _, starts, second = run("alice")
     speakers = [r for r in task.speakers if r in values["memories"]]
@@ -67,6 +72,16 @@ def test_a_second_run_starts_with_the_first_runs_matured_lessons(tmp_path, monke
     assert not any(starts.values())
     _, starts, off = run("alice", long_term=False)  # --no-long-term
     assert not any(starts.values()) and off["long_term"]["start"] == {"enabled": False}
+
+    monkeypatch.setenv("IMA_DB", db)  # `ima memory` finds the same memory through IMA_DB
+    monkeypatch.setenv("IMA_PRINCIPAL", "alice")
+    from typer.testing import CliRunner
+
+    from ima.cli.memory import memory_app
+
+    listed = CliRunner().invoke(memory_app, ["list", "--json"])
+    assert listed.exit_code == 0, listed.output
+    assert LESSON in {i["text"] for i in json.loads(listed.output)}
 
 
 def test_an_unusable_store_lets_the_run_go_on_and_says_so(tmp_path, monkeypatch):

@@ -20,12 +20,15 @@ from ima.cli import display
 from ima.cli.evaluate import eval_app
 from ima.cli.memory import memory_app
 from ima.cli.options import DbOpt, JsonOpt, MemoryModelOpt, ModelOpt, TaskOpt, TurnCapOpt
+from ima.cli.workers import status_command, worker_command
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
 from ima.evals.content import content_summary, state_content
 from ima.graph.builder import compile_graph
 from ima.models import agent_model, describe_model, memory_model
 from ima.models.errors import describe
+from ima.runs.database import Database, open_database
+from ima.runs.leases import Holder, LeaseLost
 from ima.runs.outputs import OutputsNotWritten, outputs_missing, run_record
 from ima.runs.registry import RunRecord, RunRegistry
 from ima.runs.runner import (
@@ -38,7 +41,6 @@ from ima.runs.runner import (
     pending_review,
     resumable,
 )
-from ima.runs.sqlite import default_db
 from ima.tasks import available_tasks, load_task, load_task_file
 from ima.view import write_view
 
@@ -51,17 +53,20 @@ app = typer.Typer(
     rich_markup_mode="rich",
 )
 app.add_typer(memory_app, name="memory")
+eval_app.command("status")(status_command)
 app.add_typer(eval_app, name="eval")
 console = Console()
 err = Console(stderr=True, soft_wrap=True, highlight=False)  # errors stay on one line
 ERROR = Text("error: ", style="red")
 
 
-def _db(db: Path | None, must_exist: bool = False) -> Path:
-    path = db or default_db()
-    if must_exist and not path.exists():
-        raise UserError(f"no runs database at {path}: start a run with `ima run`, or pass --db")
-    return path
+def _db(db: str | None, must_exist: bool = False, read_only: bool = False) -> Database:
+    database = open_database(db, read_only=read_only)
+    if must_exist and not database.exists():
+        raise UserError(
+            f"no runs database at {database.label}: start a run with `ima run`, or pass --db"
+        )
+    return database
 
 
 def _finish(record: RunRecord, values: dict[str, Any], as_json: bool) -> None:
@@ -119,21 +124,28 @@ def _stopped(record: RunRecord, why: str) -> NoReturn:
     raise typer.Exit(1)
 
 
+def _waiting(holder: Holder) -> None:
+    err.print(Text(f"waiting: thread {holder.thread_id} is being run by {holder.describe()}"))
+
+
 def _execute(
     record: RunRecord,
-    db: Path,
+    db: Database,
     as_json: bool,
     verbose: bool = False,
     approve: bool = False,
     answer: dict[str, Any] | None = None,
+    wait: bool = False,
 ) -> None:
+    lease = {"wait": wait, "on_wait": _waiting}
     try:
         if as_json:
-            values = execute(record, db, reviewer=_reviewer(approve, True, None), answer=answer)
+            reviewer = _reviewer(approve, True, None)
+            values = execute(record, db, reviewer=reviewer, answer=answer, **lease)
         else:
             with display.LiveView(console, record, verbose) as view:
                 reviewer = _reviewer(approve, False, view)
-                values = execute(record, db, view, reviewer=reviewer, answer=answer)
+                values = execute(record, db, view, reviewer=reviewer, answer=answer, **lease)
     except KeyboardInterrupt:
         err.print(Text(f"interrupted: continue with `ima resume {record.thread_id}`"))
         raise typer.Exit(130) from None
@@ -143,6 +155,9 @@ def _execute(
         if "locked" not in str(exc):
             raise  # a damaged or unwritable database: resuming would not help
         _stopped(record, f"the database stayed locked ({exc})")
+    except LeaseLost as exc:
+        err.print(ERROR + Text(f"{exc}; this process stopped and wrote nothing more"))
+        raise typer.Exit(1) from None
     except OutputsNotWritten as exc:
         err.print(
             ERROR
@@ -333,11 +348,18 @@ def resume(
     feedback: Annotated[
         str | None, typer.Option(help="Answer the pending review with feedback for the agents.")
     ] = None,
+    wait: Annotated[
+        bool,
+        typer.Option(
+            "--wait", help="If another process is running the thread, wait until it stops."
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Continue an interrupted run from its last checkpoint; completed turns are not repeated.
 
-    A run waiting for review continues with --approve or --feedback TEXT (or a prompt)."""
+    A run waiting for review continues with --approve or --feedback TEXT (or a prompt).
+    One process at a time runs a thread: a second one is refused (or waits with --wait)."""
     path = _db(db, must_exist=True)
     registry = RunRegistry(path)
     try:
@@ -349,7 +371,7 @@ def resume(
     ):
         _export(record, path, None)  # the run ended but its files were lost or never written
         return
-    resumable(record)
+    resumable(record, path, wait=wait)
     answer = {"feedback": feedback} if feedback and feedback.strip() else None
     if answer and pending_review(record, path) is None:
         raise UserError(
@@ -359,10 +381,10 @@ def resume(
     if not as_json:
         console.print(Text("resuming ") + Text(thread, style="bold"))
         _print_models(record.run_context())
-    _execute(record, path, as_json, approve=approve, answer=answer)
+    _execute(record, path, as_json, approve=approve, answer=answer, wait=wait)
 
 
-def _export(record: RunRecord, db: Path, out: Path | None) -> None:
+def _export(record: RunRecord, db: Database, out: Path | None) -> None:
     try:
         target = export_outputs(record, db, out)
     except OutputsNotWritten as exc:
@@ -383,8 +405,8 @@ def export(
 
     For a run whose files were lost or could not be written (full disk, wrong --out), or to
     copy them elsewhere. Works for unfinished runs too (what exists so far)."""
-    path = _db(db, must_exist=True)
-    registry = RunRegistry(path, read_only=True)
+    path = _db(db, must_exist=True, read_only=True)
+    registry = RunRegistry(path)
     try:
         record = registry.get(thread)
     finally:
@@ -395,7 +417,7 @@ def export(
 @app.command("runs")
 def list_runs(db: DbOpt = None, as_json: JsonOpt = False) -> None:
     """List runs with their status (finalized, turn_cap, failed, running, interrupted)."""
-    registry = RunRegistry(_db(db, must_exist=True), read_only=True)
+    registry = RunRegistry(_db(db, must_exist=True, read_only=True))
     try:
         records = registry.all()
     finally:
@@ -423,8 +445,8 @@ def show(
 ) -> None:
     """Print a run's transcript, every agent's memory, token usage, content metrics (figures
     of the brief the design states, parroting, repetition) and status."""
-    path = _db(db, must_exist=True)
-    registry = RunRegistry(path, read_only=True)
+    path = _db(db, must_exist=True, read_only=True)
+    registry = RunRegistry(path)
     try:
         record = registry.get(thread)
     finally:
@@ -459,8 +481,8 @@ def view_run(
       ima view THREAD --open\n
       ima view THREAD --out /tmp/run.html
     """
-    path = _db(db, must_exist=True)
-    registry = RunRegistry(path, read_only=True)
+    path = _db(db, must_exist=True, read_only=True)
+    registry = RunRegistry(path)
     try:
         record = registry.get(thread)
     finally:
@@ -497,6 +519,9 @@ def graph(
     if memory not in ("intrinsic", "none"):
         raise UserError(f"unknown memory mode {memory!r}: use intrinsic or none")
     print(compile_graph(load_task(task), memory).get_graph().draw_mermaid())  # type: ignore[arg-type]
+
+
+app.command("worker")(worker_command)  # listed after eval in --help
 
 
 def main() -> None:

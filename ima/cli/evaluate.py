@@ -1,5 +1,6 @@
 """`ima eval`: paired runs of intrinsic memory and the baseline, judged, stored, reported;
-`ima eval calibrate`: how well the judge tells good designs from bad ones.
+with `--db`, queued in a shared database for `ima worker`s (`ima eval status` shows
+progress); `ima eval calibrate`: how well the judge tells good designs from bad ones.
 
 Register it on the `ima` app with `app.add_typer(eval_app, name="eval")`. `eval` is a group
 whose callback is the evaluation itself (run when no sub-command follows), so `ima eval
@@ -8,9 +9,11 @@ whose callback is the evaluation itself (run when no sub-command follows), so `i
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from collections.abc import Iterable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -35,11 +38,13 @@ from ima.core.settings import RunContext
 from ima.evals.calibration import find_calibration
 from ima.evals.content_runs import fill_content
 from ima.evals.judge import METRICS
+from ima.evals.queue import SharedEvaluation, eval_name
 from ima.evals.report import write_report
 from ima.evals.runner import EvalPlan, Evaluation, Event
-from ima.evals.store import ResultsStore, read_config
+from ima.evals.store import ResultsStore
 from ima.evals.terminal import print_report
 from ima.models import agent_model, describe_model, load_chat_model
+from ima.runs.database import Database, is_url, open_database
 from ima.tasks import load_task
 
 # Agents sample at this temperature in an evaluation: at 0 a run ignores its seed, so ten
@@ -81,10 +86,14 @@ def _row_line(row: dict[str, Any]) -> str:
     )
 
 
-def _report(directory: Path, rows: list[dict[str, Any]], calibration_file: Path | None) -> None:
+def _report(
+    directory: Path,
+    rows: list[dict[str, Any]],
+    config: dict[str, Any] | None,
+    calibration_file: Path | None,
+) -> None:
     """report.md and plots, with content metrics filled in for older runs and the judge's
     calibration when one exists for the evaluation's judge model."""
-    config = read_config(directory)
     rows = fill_content(directory, rows, ((config or {}).get("task") or {}).get("ref"))
     judge_model = ((config or {}).get("judge") or {}).get("model")
     calibration, note = find_calibration(directory, judge_model, calibration_file)
@@ -93,10 +102,31 @@ def _report(directory: Path, rows: list[dict[str, Any]], calibration_file: Path 
     _print_outputs(made)
 
 
-def report_only(directory: Path, calibration_file: Path | None = None) -> None:
-    store = ResultsStore(directory)
-    if not store.path.exists():
-        raise UserError(f"no {store.path}: run `ima eval --out {directory}` first")
+def _shared_database(db: str | None) -> Database | None:
+    """The shared database: --db, or IMA_DB when it is a postgresql:// URL (a local
+    evaluation keeps its own SQLite file in its directory, as always)."""
+    if db:
+        return open_database(db)
+    if is_url(os.environ.get("IMA_DB", "")):
+        return open_database(None)
+    return None
+
+
+def report_only(
+    directory: Path, calibration_file: Path | None = None, db: str | None = None
+) -> None:
+    database = _shared_database(db)
+    store: ResultsStore | SharedEvaluation
+    if database is not None:
+        store = SharedEvaluation(database, eval_name(str(directory)))
+        if store.read_config() is None:
+            raise UserError(
+                f"no evaluation {store.name} in {database.label}: see `ima eval status`"
+            )
+    else:
+        store = ResultsStore(directory)
+        if not store.path.exists():
+            raise UserError(f"no {store.path}: run `ima eval --out {directory}` first")
     rows = store.load()
     if store.skipped_lines:
         err.print(
@@ -105,7 +135,7 @@ def report_only(directory: Path, calibration_file: Path | None = None) -> None:
         )
     if not rows:
         raise UserError(f"{store.path} holds no finished runs yet")
-    _report(directory, rows, calibration_file)
+    _report(directory, rows, store.read_config(), calibration_file)
 
 
 def _print_outputs(made: dict[str, Any]) -> None:
@@ -187,6 +217,15 @@ def eval_command(
             help="calibration.json to show in the report (default: OUT/calibration.json).",
         ),
     ] = None,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db",
+            help="Queue the runs in a shared database (postgresql://USER@HOST:PORT/DBNAME) for "
+            "`ima worker`s on any machine, instead of running them here (also IMA_DB when it "
+            "is a URL). With --report-only: read the results from it.",
+        ),
+    ] = None,
 ) -> None:
     """Compare intrinsic memory with the memoryless baseline: paired runs, an LLM judge,
     objective metrics, rank-sum statistics, box plots and a Markdown report.
@@ -200,6 +239,7 @@ def eval_command(
       ima eval --model ollama:qwen2.5:7b --judge-model ollama:qwen2.5:14b\n
       ima eval --templates generic,manual,llm --budgets 1024,2048\n
       ima eval --report-only evals/data-pipeline\n
+      ima eval --pairs 10 --db postgresql://ima@db-host/ima   (then: ima worker, ima eval status)\n
       ima eval calibrate --judge-model ollama:qwen2.5:14b
     """
     if ctx.invoked_subcommand is not None:
@@ -208,7 +248,7 @@ def eval_command(
     if calibration_file is not None and not calibration_file.is_file():
         raise UserError(f"calibration file {calibration_file} not found: check --calibration")
     if report_only_dir is not None:
-        report_only(report_only_dir, calibration_file)
+        report_only(report_only_dir, calibration_file, db)
         return
     overrides = {
         "model": model,
@@ -235,7 +275,9 @@ def eval_command(
         judge_attempts=judge_attempts,
         command=shlex.join(["ima", *sys.argv[1:]]) if sys.argv[1:2] == ["eval"] else "",
     )
-    evaluation = Evaluation(plan, directory)
+    database = _shared_database(db)
+    shared = SharedEvaluation(database, eval_name(str(directory))) if database else None
+    evaluation = Evaluation(plan, directory, shared)
     evaluation.prepare()
     done, todo = evaluation.pending()
     console.print(
@@ -249,12 +291,15 @@ def eval_command(
     console.print(
         f"judge: {describe_model(judge)} · temperature 0 · seed {judge_seed}", highlight=False
     )
+    if shared is not None:
+        _enqueue(evaluation, shared, len(done), todo)
+        return
     if done:
         console.print(f"resuming: {len(done)} of {len(done) + len(todo)} runs already stored")
     errors = _run(evaluation, len(done), len(done) + len(todo), settings.turn_cap)
     rows = evaluation.store.load()
     if rows:
-        _report(directory, rows, calibration_file)
+        _report(directory, rows, evaluation.store.read_config(), calibration_file)
     if errors:
         err.print(
             f"[red]{errors} run(s) failed[/red] (see above); run the same command again to "
@@ -282,6 +327,22 @@ def _no_options_before(ctx: typer.Context) -> None:
 eval_app = typer.Typer(no_args_is_help=False)
 eval_app.callback(invoke_without_command=True)(eval_command)
 eval_app.command("calibrate")(calibrate_command)
+
+
+def _enqueue(evaluation: Evaluation, shared: SharedEvaluation, done: int, todo: list) -> None:
+    counts = shared.enqueue([(r.key, evaluation.thread_id(r), asdict(r)) for r in todo])
+    target = shared.db.label
+    console.print(
+        f"queued in {target} as evaluation [bold]{shared.name}[/bold]: {done} stored · "
+        f"{counts['queued']} queued · {counts['running']} running · {counts['failed']} failed",
+        highlight=False,
+    )
+    console.print(
+        f"start workers (any machine): ima worker --db {target}\n"
+        f"watch: ima eval status --db {target}\n"
+        f"report: ima eval --report-only {shared.name} --db {target}",
+        highlight=False,
+    )
 
 
 class _EvalProgress(Progress):

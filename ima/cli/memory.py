@@ -27,7 +27,8 @@ from ima.core.errors import UserError
 from ima.longterm.errors import MemoryUnavailable
 from ima.longterm.hub import Entry, MemoryHub
 from ima.longterm.namespaces import SHARED, private
-from ima.longterm.runtime import LongTermConfig, store_path
+from ima.longterm.runtime import LongTermConfig
+from ima.runs.database import is_url, memory_location, open_memory_hub, safe_url
 
 memory_app = typer.Typer(
     help="Long-term memory across runs: list what each agent believes, see why, correct it.\n\n"
@@ -40,10 +41,12 @@ memory_app = typer.Typer(
 console = Console()
 
 StoreOpt = Annotated[
-    Path | None,
+    str | None,
     typer.Option(
         "--store",
-        help="Long-term memory file (env IMA_MEMORY_STORE; default memory.sqlite beside the runs DB).",
+        help="Long-term memory: a SQLite file or a postgresql:// URL (env IMA_MEMORY_STORE; "
+        "default: beside the runs database, IMA_DB: memory.sqlite next to a SQLite file, or "
+        "the same PostgreSQL database).",
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
@@ -59,18 +62,23 @@ def _config() -> LongTermConfig:
     return LongTermConfig.from_settings(RunContext())
 
 
+def _location(store: str | None) -> str:
+    """--store, else the memory_store setting, else beside the runs database (IMA_DB)."""
+    return memory_location(store or _config().store_path)
+
+
 @contextmanager
 def _hub(
-    store: Path | None, *, create: bool = False, read_only: bool = False
+    store: str | None, *, create: bool = False, read_only: bool = False
 ) -> Iterator[MemoryHub | None]:
     config = _config()
-    path = store_path(str(store or config.store_path or ""))
-    if not create and not path.exists():
+    location = _location(store)
+    if not create and not is_url(location) and not Path(location).exists():
         yield None
         return
     try:
-        hub = MemoryHub.open(
-            path, config.principal_id(), policies=config.policies(), read_only=read_only
+        hub = open_memory_hub(
+            location, config.principal_id(), policies=config.policies(), read_only=read_only
         )
     except MemoryUnavailable as exc:
         raise UserError(str(exc)) from None
@@ -82,10 +90,10 @@ def _hub(
         hub.close()
 
 
-def _need(hub: MemoryHub | None, store: Path | None) -> MemoryHub:
+def _need(hub: MemoryHub | None, store: str | None) -> MemoryHub:
     if hub is None:
-        path = store_path(str(store or _config().store_path or ""))
-        raise UserError(f"no long-term memory at {path} yet: runs add to it (or pass --store)")
+        where = safe_url(_location(store))
+        raise UserError(f"no long-term memory at {where} yet: runs add to it (or pass --store)")
     return hub
 
 

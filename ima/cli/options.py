@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -27,7 +26,11 @@ JudgeAttemptsOpt = Annotated[
     int, typer.Option(help="Attempts per verdict before it is recorded as failed.")
 ]
 DbOpt = Annotated[
-    Path | None,
-    typer.Option("--db", help="SQLite file for checkpoints and the run list (env IMA_DB)."),
+    str | None,
+    typer.Option(
+        "--db",
+        help="Where runs live: a SQLite file, or postgresql://USER@HOST:PORT/DBNAME to share "
+        "them between machines (env IMA_DB; default runs/ima.sqlite).",
+    ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON on stdout for scripts.")]

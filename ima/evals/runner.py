@@ -5,12 +5,14 @@ evaluation's SQLite file and with its own outputs directory. A run is appended t
 results.jsonl as soon as it is judged; on a new invocation, stored runs are skipped, a
 finished-but-unjudged thread is judged without re-running, and an interrupted thread is
 resumed from its last checkpoint.
+
+In a shared database (`ima eval --db`, ima.evals.queue) the same class runs one job for a
+worker: threads, configuration and results live in the database instead.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -23,13 +25,17 @@ from ima.core.settings import RunContext
 from ima.evals.content_runs import run_content
 from ima.evals.coverage import evidence_coverage, llm_coverage
 from ima.evals.judge import MAX_ATTEMPTS, judge_design
-from ima.evals.store import CONFIG_FILE, ResultsStore, read_config, write_json_atomic
+from ima.evals.queue import SharedEvaluation, thread_prefix
+from ima.evals.store import ResultsStore, write_json_atomic
 from ima.models import load_chat_model
+from ima.runs.database import Database
+from ima.runs.leases import Lease
 from ima.runs.outputs import run_record, write_outputs
 from ima.runs.registry import RunRecord, RunRegistry
 from ima.runs.runner import (
     FINISHED,
     Listener,
+    RunEnded,
     create_run,
     execute,
     load_state,
@@ -154,14 +160,39 @@ class Event:
     detail: dict[str, Any]
 
 
+def plan_from_config(config: dict[str, Any]) -> EvalPlan:
+    """The plan a stored configuration describes (what a worker runs)."""
+    return EvalPlan(
+        task_ref=config["task"]["ref"],
+        settings=RunContext(**config["settings"]),
+        judge_model=config["judge"]["model"],
+        judge_seed=config["judge"]["seed"],
+        pairs=config["pairs"],
+        base_seed=config["base_seed"],
+        templates=tuple(config["templates"]),
+        budgets=tuple(config["budgets"]),
+        llm_coverage=config.get("llm_coverage", False),
+        judge_attempts=config["judge"].get("attempts", MAX_ATTEMPTS),
+        command=config.get("command", ""),
+    )
+
+
 class Evaluation:
-    def __init__(self, plan: EvalPlan, directory: Path) -> None:
+    def __init__(
+        self, plan: EvalPlan, directory: Path, shared: SharedEvaluation | None = None
+    ) -> None:
+        """Local: checkpoints in DIRECTORY/ima.sqlite, results in results.jsonl. Shared:
+        both in `shared`'s database; DIRECTORY only holds the runs' files and reports."""
         self.plan = plan
         self.directory = directory
-        self.db = directory / DB_FILE
-        self.store = ResultsStore(directory)
+        self.db: Path | Database = shared.db if shared else directory / DB_FILE
+        self.store: ResultsStore | SharedEvaluation = shared or ResultsStore(directory)
+        self.prefix = thread_prefix(shared.name) if shared else ""
         self.task = load_task(plan.task_ref)
         self.brief = self.task.description
+
+    def thread_id(self, run: PlannedRun) -> str:
+        return self.prefix + run.thread_id(self.task.id)
 
     # -- setup
 
@@ -180,7 +211,7 @@ class Evaluation:
                 validate_settings(self.task, run.memory_mode, self._settings(run), self.brief)
         self.judge_model()  # a bad judge spec fails here, before anything is written
         config = self.plan.config(self.task)
-        old = read_config(self.directory)
+        old = self.store.read_config()
         if old is not None:
             check_compatible(old, config, self.directory)
             config["pairs"] = max(config["pairs"], old.get("pairs", 0))
@@ -189,7 +220,7 @@ class Evaluation:
             )
             config["budgets"] = list(dict.fromkeys([*old.get("budgets", []), *config["budgets"]]))
         config["updated_at"] = datetime.now().isoformat(timespec="seconds")
-        write_json_atomic(self.directory / CONFIG_FILE, config)
+        self.store.write_config(config)
 
     def judge_model(self) -> Any:
         return load_chat_model(
@@ -232,12 +263,22 @@ class Evaluation:
             yield row
 
     def run_one(
-        self, run: PlannedRun, notify: Callable[[Event], None] = lambda e: None
+        self,
+        run: PlannedRun,
+        notify: Callable[[Event], None] = lambda e: None,
+        lease: Lease | None = None,
     ) -> dict[str, Any]:
-        thread = run.thread_id(self.task.id)
+        """Run (or resume), judge and store one run. `lease`: the thread's, already held
+        (a worker's claim); without it execute takes it, refusing a thread another process
+        runs."""
+        thread = self.thread_id(run)
+        out_dir = str((self.directory / RUNS_DIR / thread).resolve())
         registry = RunRegistry(self.db)
         try:
             record = registry.find(thread)
+            if record is not None and lease is not None and record.out_dir != out_dir:
+                record.out_dir = out_dir  # resumed on another machine: files go here now
+                registry.save(record)
         finally:
             registry.close()
         notify(Event("start", run, {"thread": thread, "resumed": record is not None}))
@@ -250,17 +291,15 @@ class Evaluation:
                 out_root=self.directory / RUNS_DIR,
                 thread_id=thread,
             )
-        if record.status in FINISHED:  # ended before the last invocation could judge it
+        try:
+            if record.status in FINISHED:
+                raise RunEnded(record)
+            values = execute(record, self.db, self._listener(run, notify), lease=lease)
+        except RunEnded as ended:  # ended before the last invocation could judge it
+            record = ended.record
             values = load_state(record, self.db)
             if not (Path(record.out_dir) / "run.json").exists():
                 write_outputs(Path(record.out_dir), run_record(record, values), values)
-        elif record.shown_status == "running" and record.pid != os.getpid():
-            raise UserError(
-                f"run {thread} is running in process {record.pid}: is another `ima eval` using "
-                f"{self.directory}?"
-            )
-        else:
-            values = execute(record, self.db, self._listener(run, notify))
         if values.get("status") not in FINISHED:
             raise RuntimeError(f"run {thread} stopped with status {values.get('status')!r}")
         notify(Event("judge", run, {"thread": thread}))

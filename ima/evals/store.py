@@ -52,6 +52,12 @@ class ResultsStore:
     def keys(self) -> set[str]:
         return {row["key"] for row in self.load()}
 
+    def read_config(self) -> dict[str, Any] | None:
+        return read_config(self.directory)
+
+    def write_config(self, config: dict[str, Any]) -> None:
+        write_json_atomic(self.directory / CONFIG_FILE, config)
+
     def append(self, row: dict[str, Any]) -> None:
         """Append one run durably; a torn earlier line is closed off first."""
         self.directory.mkdir(parents=True, exist_ok=True)

@@ -1,5 +1,11 @@
-"""The default backend: a SqliteStore on a file (runs/memory.sqlite beside the runs
-database) plus the revision table in the same file, each on its own connection."""
+"""Where long-term memory lives: a LangGraph store plus the revision log that arbitrates
+its conditional writes, in the same database.
+
+- SQLite (the default): a SqliteStore on a file (runs/memory.sqlite beside the runs
+  database) plus the revision table in the same file, each on its own connection.
+- PostgreSQL: LangGraph's PostgresStore plus the revision table, on the runs database's
+  connection pool (ima.runs.database chooses; it also runs `setup` once per process).
+"""
 
 from __future__ import annotations
 
@@ -8,12 +14,14 @@ import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
+from langgraph.store.postgres import PostgresStore
 from langgraph.store.sqlite import SqliteStore
 
 from ima.longterm.errors import MemoryUnavailable
-from ima.longterm.revisions import SqliteRevisionLog, register
+from ima.longterm.revisions import PostgresRevisionLog, SqliteRevisionLog, register
 
 
 def _connect(path: Path, timeout: float) -> sqlite3.Connection:
@@ -99,3 +107,25 @@ def open_sqlite(path: str | Path, timeout: float = 30.0, read_only: bool = False
         raise MemoryUnavailable(f"cannot open long-term memory store {path}: {reason}") from None
     register(store, revisions)
     return SqliteBackend(path, store, revisions)
+
+
+@dataclass
+class PostgresBackend:
+    store: PostgresStore
+    revisions: PostgresRevisionLog
+
+    def setup(self) -> None:
+        """Create the store's and the revision log's tables (idempotent)."""
+        self.store.setup()
+        self.revisions.setup()
+
+    def close(self) -> None:
+        """Nothing to close: the pool belongs to the process's database."""
+
+
+def open_postgres(pool: Any) -> PostgresBackend:
+    """Long-term memory on a psycopg pool (autocommit, dict rows); call `setup` once."""
+    store = PostgresStore(pool)
+    revisions = PostgresRevisionLog(pool)
+    register(store, revisions)
+    return PostgresBackend(store, revisions)

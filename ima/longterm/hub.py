@@ -101,7 +101,11 @@ class MemoryHub:
         if unusable."""
         from ima.longterm.backend import open_sqlite
 
-        backend = open_sqlite(path, timeout, read_only)
+        return cls.on_backend(open_sqlite(path, timeout, read_only), principal, **kwargs)
+
+    @classmethod
+    def on_backend(cls, backend: Any, principal: str, **kwargs: Any) -> MemoryHub:
+        """A hub on an opened backend (its store and revision log); closes it with the hub."""
         try:
             hub = cls(backend.store, principal, revisions=backend.revisions, **kwargs)
         except BaseException:

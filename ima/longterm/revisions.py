@@ -8,6 +8,9 @@ lost, and a claimed body always exists (it was written before the claim).
 - `SqliteRevisionLog`: a table in the store's SQLite file, on its own autocommit
   connection; the claim is one INSERT on the (namespace, key, rev) primary key, atomic
   across threads and processes.
+- `PostgresRevisionLog`: the same table in PostgreSQL (LangGraph's PostgresStore has no
+  compare-and-set); the claim is one INSERT ... ON CONFLICT DO NOTHING on the primary key,
+  atomic across processes and machines.
 - `StoreRevisionLog`: for any other BaseStore (e.g. the LangGraph server's); claims are
   items in the store, serialised by a lock, so it is sound within one process only.
 """
@@ -20,7 +23,7 @@ import sqlite3
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from langgraph.store.base import BaseStore
 
@@ -100,6 +103,51 @@ class SqliteRevisionLog:
                 (_ns(namespace), key),
             ).fetchall()
         return [Revision(*r) for r in rows]
+
+
+class PostgresRevisionLog:
+    TABLE = SqliteRevisionLog.TABLE
+    DDL = (
+        f"CREATE TABLE IF NOT EXISTS {TABLE} ("
+        "namespace TEXT NOT NULL, key TEXT NOT NULL, rev BIGINT NOT NULL, "
+        "body TEXT NOT NULL, writer TEXT NOT NULL, at DOUBLE PRECISION NOT NULL, "
+        "PRIMARY KEY (namespace, key, rev))"
+    )
+
+    def __init__(self, pool: Any) -> None:
+        self.pool = pool  # psycopg_pool.ConnectionPool, autocommit connections
+
+    def setup(self) -> None:
+        with self.pool.connection() as conn:
+            conn.execute(self.DDL)
+
+    def _rows(self, sql: str, params: tuple[Any, ...]) -> list[Revision]:
+        with self.pool.connection() as conn:
+            rows = conn.execute(sql, params).fetchall()
+        return [Revision(r["rev"], r["body"], r["writer"], r["at"]) for r in rows]
+
+    def head(self, namespace: Namespace, key: str) -> Revision | None:
+        rows = self._rows(
+            f"SELECT rev, body, writer, at FROM {self.TABLE} WHERE namespace = %s AND key = %s "
+            "ORDER BY rev DESC LIMIT 1",
+            (_ns(namespace), key),
+        )
+        return rows[0] if rows else None
+
+    def claim(self, namespace: Namespace, key: str, revision: Revision) -> bool:
+        with self.pool.connection() as conn:
+            cur = conn.execute(
+                f"INSERT INTO {self.TABLE} VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                (_ns(namespace), key, revision.rev, revision.body, revision.writer, revision.at),
+            )
+            return cur.rowcount == 1  # 0: another writer claimed this revision first
+
+    def history(self, namespace: Namespace, key: str) -> list[Revision]:
+        return self._rows(
+            f"SELECT rev, body, writer, at FROM {self.TABLE} WHERE namespace = %s AND key = %s "
+            "ORDER BY rev",
+            (_ns(namespace), key),
+        )
 
 
 _LOCKS: weakref.WeakKeyDictionary[BaseStore, threading.Lock] = weakref.WeakKeyDictionary()

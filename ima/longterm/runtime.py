@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,31 +123,46 @@ class LongTermSession:
             self.hub.close()
 
 
+# Opens the store the runs database chooses (ima.runs.database): (backend, where) where
+# backend has `.store`, `.revisions` and `.close()`, and `where` names it for the record.
+BackendOpener = Callable[[], tuple[Any, str]]
+
+
 def open_session(
     settings: RunContext,
-    db: Path | None = None,
+    db: Path | BackendOpener | None = None,
     *,
     clock: Clock | None = None,
     timeout: float = 30.0,
 ) -> LongTermSession:
+    """`db`: the runs database's opener (any engine), or a SQLite runs file beside which
+    memory.sqlite lives (None: IMA_DB's directory)."""
     config = LongTermConfig.from_settings(settings)
     if not config.enabled:
         return LongTermSession(None, {"enabled": False})  # the user's choice: no note
-    path = store_path(config.store_path, db)
     try:
-        kwargs: dict[str, Any] = {"policies": config.policies(), "timeout": timeout}
+        kwargs: dict[str, Any] = {"policies": config.policies()}
         if clock:
             kwargs["clock"] = clock
-        hub = MemoryHub.open(path, config.principal_id(), **kwargs)
+        if callable(db):
+            backend, where = db()
+            hub = MemoryHub.on_backend(backend, config.principal_id(), **kwargs)
+        else:
+            where = str(store_path(config.store_path, db))
+            hub = MemoryHub.open(where, config.principal_id(), timeout=timeout, **kwargs)
     except (LongTermError, UserError) as exc:
         log.info("long-term memory unavailable: %s", exc)
         return LongTermSession(None, _unavailable(str(exc)))
-    return LongTermSession(hub, {"enabled": True, "available": True, "store": str(path)})
+    except Exception as exc:  # a database error while opening: the run goes on without it
+        reason = f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}"
+        log.info("long-term memory unavailable: %s", reason)
+        return LongTermSession(None, _unavailable(reason))
+    return LongTermSession(hub, {"enabled": True, "available": True, "store": where})
 
 
 @contextmanager
 def open_long_term(
-    settings: Any, db: Path | None = None, **kwargs: Any
+    settings: Any, db: Path | BackendOpener | None = None, **kwargs: Any
 ) -> Iterator[LongTermSession]:
     """The session for one run (`with open_long_term(settings, db) as lt:`)."""
     session = open_session(settings, db, **kwargs)

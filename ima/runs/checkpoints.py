@@ -1,20 +1,23 @@
-"""Checkpoints: LangGraph's SqliteSaver tuned for size, and compaction of finished threads.
+"""Checkpoints: LangGraph's SqliteSaver and PostgresSaver tuned for size, fenced by the
+thread's lease, and compaction of finished threads.
 
 This is the one module that relies on LangGraph internals (a private snapshot class and the
-saver's table layout); tests/test_checkpoint_contract.py fails loudly if an upgrade changes
-them. Checkpoints are kept small: integer channel versions instead of SqliteSaver's
+savers' table layouts); tests/test_checkpoint_contract.py fails loudly if an upgrade changes
+them. Checkpoints are kept small: integer channel versions instead of the savers'
 49-character strings, and blobs compressed with zlib."""
 
 from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langgraph.channels.delta import DeltaChannel
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -45,13 +48,31 @@ class CompressedSerializer(JsonPlusSerializer):
         return super().loads_typed(data)
 
 
-class Checkpointer(SqliteSaver):
-    """SqliteSaver with integer channel versions (LangGraph's default scheme).
+class Fenced:
+    """A saver that asks `fence` before every write: a process whose lease on the thread
+    is gone (or cannot be confirmed) raises there, before it can write over another's run."""
 
-    Every checkpoint lists a version per channel twice (channel_versions, versions_seen);
-    SqliteSaver writes each as a 49-character string, integers take 1-3 bytes. Threads that
-    began with string versions keep them, so older databases resume unchanged.
-    """
+    fence: Callable[[], None] | None = None
+
+    def put(self, *args: Any, **kwargs: Any) -> Any:
+        if self.fence:
+            self.fence()
+        return super().put(*args, **kwargs)  # type: ignore[misc]
+
+    def put_writes(self, *args: Any, **kwargs: Any) -> Any:
+        if self.fence:
+            self.fence()
+        return super().put_writes(*args, **kwargs)  # type: ignore[misc]
+
+
+# Integer channel versions (LangGraph's default scheme) where both savers write
+# 49-character strings: every checkpoint lists a version per channel twice
+# (channel_versions, versions_seen); integers take 1-3 bytes. Threads that began with
+# string versions keep them, so older databases resume unchanged.
+
+
+class Checkpointer(Fenced, SqliteSaver):
+    """SqliteSaver with integer channel versions and a lease fence."""
 
     def get_next_version(self, current: str | int | None, channel: None = None) -> Any:  # type: ignore[override]
         if isinstance(current, str):
@@ -59,28 +80,69 @@ class Checkpointer(SqliteSaver):
         return (current or 0) + 1
 
 
-def compact_thread(saver: SqliteSaver, graph: CompiledStateGraph, config: Any) -> None:
+class PostgresCheckpointer(Fenced, PostgresSaver):
+    """PostgresSaver with integer channel versions (its blobs table keeps them as text and
+    only ever compares them for equality), compressed blobs and a lease fence."""
+
+    def get_next_version(self, current: str | int | None, channel: None = None) -> Any:  # type: ignore[override]
+        if isinstance(current, str):
+            return super().get_next_version(current, channel)
+        return (current or 0) + 1
+
+
+def _snapshot_values(
+    saver: BaseCheckpointSaver, graph: CompiledStateGraph, thread_id: str
+) -> tuple[Any, dict[str, Any]] | None:
+    """The thread's latest checkpoint and each DeltaChannel's whole value in it."""
+    latest = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
+    if latest is None:
+        return None
+    values = graph.get_state(latest.config).values
+    delta = {
+        k: values[k]
+        for k, ch in graph.channels.items()
+        if isinstance(ch, DeltaChannel) and k in values
+    }
+    return latest, delta
+
+
+def compact_thread(saver: BaseCheckpointSaver, graph: CompiledStateGraph, config: Any) -> None:
     """Keep only the latest checkpoint of a finished thread, its DeltaChannels stored whole.
 
     The way LangGraph documents to prune a thread that uses DeltaChannel
-    (`BaseCheckpointSaver.prune`): the kept checkpoint holds a snapshot of every delta
-    channel, so nothing needs the deleted ancestors. The thread's state is unchanged; its
-    step-by-step history is gone. Freed pages return to the file system.
+    (`BaseCheckpointSaver.prune`; PostgresSaver's own prune refuses such threads): the kept
+    checkpoint holds a snapshot of every delta channel, so nothing needs the deleted
+    ancestors. The thread's state is unchanged; its step-by-step history is gone.
     """
     thread_id = str(config["configurable"]["thread_id"])
-    latest = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
-    if latest is None:
+    found = _snapshot_values(saver, graph, thread_id)
+    if found is None:
         return
-    values = graph.get_state(latest.config).values
+    latest, delta = found
+    metadata = {**latest.metadata, "counters_since_delta_snapshot": {k: [0, 0] for k in delta}}
+    keep = latest.config["configurable"]["checkpoint_id"]
+    if isinstance(saver, PostgresSaver):
+        _compact_postgres(saver, thread_id, keep, delta, metadata)
+    else:
+        _compact_sqlite(saver, latest, thread_id, keep, delta, metadata)
+
+
+def _compact_sqlite(
+    saver: Any,
+    latest: Any,
+    thread_id: str,
+    keep: str,
+    delta: dict[str, Any],
+    metadata: dict[str, Any],
+) -> None:
+    """SqliteSaver keeps the whole checkpoint (values included) in one row: rewrite it.
+    Freed pages return to the file system."""
     checkpoint = dict(latest.checkpoint)
     stored = dict(checkpoint["channel_values"])
-    delta = [k for k, ch in graph.channels.items() if isinstance(ch, DeltaChannel) and k in values]
-    for key in delta:
-        stored[key] = _DeltaSnapshot(values[key])
+    for key, value in delta.items():
+        stored[key] = _DeltaSnapshot(value)
     checkpoint["channel_values"] = stored
-    metadata = {**latest.metadata, "counters_since_delta_snapshot": {k: [0, 0] for k in delta}}
     kind, blob = saver.serde.dumps_typed(checkpoint)
-    keep = latest.config["configurable"]["checkpoint_id"]
     where = "thread_id = ? AND checkpoint_ns = '' AND checkpoint_id"
     with saver.cursor() as cur:
         cur.execute(f"DELETE FROM writes WHERE {where} != ?", (thread_id, keep))
@@ -94,8 +156,65 @@ def compact_thread(saver: SqliteSaver, graph: CompiledStateGraph, config: Any) -
         saver.conn.executescript("PRAGMA incremental_vacuum;")
 
 
+# PostgresSaver keeps primitive values inline in the checkpoint's JSON and every other value
+# (a `_DeltaSnapshot` too, leaving the marker `true` inline) in checkpoint_blobs under
+# (channel, version). Compaction rewrites the kept row and its delta channels' blobs, then
+# drops every other checkpoint, write and unreferenced blob, in one transaction.
+_PG_COMPACT = (
+    "DELETE FROM checkpoint_writes WHERE thread_id = %s AND checkpoint_ns = '' "
+    "AND checkpoint_id <> %s",
+    "DELETE FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = '' AND checkpoint_id <> %s",
+)
+_PG_BLOB = (
+    "INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob) "
+    "VALUES (%s, '', %s, %s, %s, %s) ON CONFLICT (thread_id, checkpoint_ns, channel, version) "
+    "DO UPDATE SET type = excluded.type, blob = excluded.blob"
+)
+_PG_UNREFERENCED_BLOBS = """
+DELETE FROM checkpoint_blobs b WHERE b.thread_id = %s AND b.checkpoint_ns = '' AND NOT EXISTS (
+    SELECT 1 FROM checkpoints c, jsonb_each_text(c.checkpoint -> 'channel_versions') v
+    WHERE c.thread_id = b.thread_id AND c.checkpoint_ns = b.checkpoint_ns
+    AND v.key = b.channel AND v.value = b.version)
+"""
+
+
+def _compact_postgres(
+    saver: PostgresSaver,
+    thread_id: str,
+    keep: str,
+    delta: dict[str, Any],
+    metadata: dict[str, Any],
+) -> None:
+    from psycopg.types.json import Jsonb
+
+    with saver._cursor() as cur, cur.connection.transaction():
+        for statement in _PG_COMPACT:
+            cur.execute(statement, (thread_id, keep))
+        row = cur.execute(
+            "SELECT checkpoint FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = '' "
+            "AND checkpoint_id = %s FOR UPDATE",
+            (thread_id, keep),
+        ).fetchone()
+        if row is None:
+            return
+        checkpoint = row["checkpoint"]
+        versions = checkpoint["channel_versions"]
+        for key, value in delta.items():
+            if key not in versions:
+                continue  # never written (e.g. memories in the baseline): nothing to keep
+            kind, blob = saver.serde.dumps_typed(_DeltaSnapshot(value))
+            cur.execute(_PG_BLOB, (thread_id, key, str(versions[key]), kind, blob))
+            checkpoint["channel_values"][key] = True  # the saver's "snapshot in a blob" mark
+        cur.execute(
+            "UPDATE checkpoints SET checkpoint = %s, metadata = %s, parent_checkpoint_id = NULL "
+            "WHERE thread_id = %s AND checkpoint_ns = '' AND checkpoint_id = %s",
+            (Jsonb(checkpoint), Jsonb(metadata), thread_id, keep),
+        )
+        cur.execute(_PG_UNREFERENCED_BLOBS, (thread_id,))
+
+
 @contextmanager
-def open_checkpointer(path: Path, *, read_only: bool = False) -> Iterator[SqliteSaver]:
+def open_sqlite_checkpointer(path: Path, read_only: bool = False) -> Iterator[Checkpointer]:
     conn = connect(path, read_only=read_only)
     try:
         saver = Checkpointer(conn, serde=CompressedSerializer())
@@ -106,3 +225,18 @@ def open_checkpointer(path: Path, *, read_only: bool = False) -> Iterator[Sqlite
         yield saver
     finally:
         conn.close()
+
+
+def postgres_checkpointer(pool: Any) -> PostgresCheckpointer:
+    """A saver on the pool; LangGraph's tables are set up once per process (set_up)."""
+    return PostgresCheckpointer(pool, serde=CompressedSerializer())
+
+
+@contextmanager
+def open_checkpointer(db: Any) -> Iterator[BaseCheckpointSaver]:
+    """The saver of a database: a SQLite path, a postgresql:// URL or a Database."""
+    from ima.runs.database import open_database
+
+    database = open_database(db)
+    with database.checkpointer() as saver:
+        yield saver

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -28,21 +28,23 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 def check_output_dir(path: Path) -> None:
-    """Fail before a run starts when its outputs could not be written there."""
-    probe = path / f".ima-write-test-{os.getpid()}"
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            probe.unlink(missing_ok=True)
-        why = (
-            "a file is in the way"
-            if isinstance(exc, FileExistsError | NotADirectoryError)
-            else (exc.strerror or str(exc))
+    """Fail before a run starts when its outputs could not be written to `path`. Nothing is
+    created: a probe file in the nearest folder that exists is written and removed."""
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UserError(
+            f"cannot write outputs to {path}: {existing} is a file, not a folder "
+            "(choose another --out)"
         )
-        raise UserError(f"cannot write outputs to {path}: {why} (choose another --out)") from None
+    try:
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as exc:
+        raise UserError(
+            f"cannot write outputs to {path}: {exc.strerror or exc} (choose another --out)"
+        ) from None
 
 
 def usage_totals(usage: dict[str, dict[str, CallUsage]]) -> dict[str, Any]:

@@ -1,5 +1,5 @@
-"""The run registry: one record per thread, kept beside its checkpoints, so any command
-can show, resume or export a run."""
+"""The run registry: one record per thread, kept beside its checkpoints (in the same
+database), so any command on any machine can show, resume or export a run."""
 
 from __future__ import annotations
 
@@ -12,7 +12,11 @@ from typing import Any
 
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
-from ima.runs.sqlite import connect
+from ima.runs import leases
+from ima.runs.database import Database, open_database
+
+TABLE = "ima_runs"
+_DDL = f"CREATE TABLE IF NOT EXISTS {TABLE} (thread_id TEXT PRIMARY KEY, record TEXT NOT NULL)"
 
 
 @dataclass
@@ -34,6 +38,9 @@ class RunRecord:
     pid: int = 0
     keep_history: bool = False  # keep every step's checkpoint after the run ends
     brief: str = ""  # the brief that replaced the task's description ("" = the task's)
+    # Whether a process holds the thread's lease now: set when read from the registry,
+    # never stored (None: unknown, then the pid on this machine decides).
+    live: bool | None = field(default=None, compare=False)
 
     def run_context(self) -> RunContext:
         """The run's settings, as they were when it started (resume uses the same)."""
@@ -42,10 +49,16 @@ class RunRecord:
 
     @property
     def shown_status(self) -> str:
-        """`running` only while its process lives; a killed run shows as interrupted."""
-        if self.status == "running" and not _alive(self.pid):
+        """`running` only while a process holds it; a killed run shows as interrupted."""
+        alive = self.live if self.live is not None else _alive(self.pid)
+        if self.status == "running" and not alive:
             return "interrupted"
         return self.status
+
+    def stored(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("live")
+        return data
 
 
 def _alive(pid: int) -> bool:
@@ -63,30 +76,51 @@ def _alive(pid: int) -> bool:
 class RunRegistry:
     """The `ima_runs` table: one row per thread."""
 
-    def __init__(self, path: Path, *, read_only: bool = False) -> None:
-        self.path = path
-        self.conn = connect(path, autocommit=True, read_only=read_only)
-        if not read_only:
-            self.conn.execute(
-                "CREATE TABLE IF NOT EXISTS ima_runs "
-                "(thread_id TEXT PRIMARY KEY, record TEXT NOT NULL)"
-            )
+    def __init__(self, db: Database | Path | str, *, read_only: bool = False) -> None:
+        self.db = open_database(db, read_only=read_only)
+        self._owned = not isinstance(db, Database)  # opened here: closed here
+        self.db.set_up("registry", lambda sql: sql.execute(_DDL))
+
+    @property
+    def path(self) -> str:
+        return self.db.label
 
     def close(self) -> None:
-        self.conn.close()
+        if self._owned:
+            self.db.close()
 
     def save(self, record: RunRecord) -> None:
         record.updated_at = time.time()
-        self.conn.execute(
-            "INSERT OR REPLACE INTO ima_runs VALUES (?, ?)",
-            (record.thread_id, json.dumps(asdict(record))),
-        )
+        with self.db.session() as sql:
+            sql.execute(
+                f"INSERT INTO {TABLE} VALUES (%s, %s) ON CONFLICT (thread_id) "
+                "DO UPDATE SET record = excluded.record",
+                (record.thread_id, json.dumps(record.stored())),
+            )
+
+    def add(self, record: RunRecord) -> bool:
+        """Register a new thread; False if it already exists (nothing is overwritten)."""
+        record.updated_at = time.time()
+        with self.db.session() as sql:
+            added = sql.execute(
+                f"INSERT INTO {TABLE} VALUES (%s, %s) ON CONFLICT (thread_id) DO NOTHING",
+                (record.thread_id, json.dumps(record.stored())),
+            )
+        return added == 1
+
+    def _records(self, rows: list[dict[str, Any]]) -> list[RunRecord]:
+        live = leases.holders(self.db)
+        records = []
+        for row in rows:
+            record = RunRecord(**json.loads(row["record"]))
+            record.live = record.thread_id in live
+            records.append(record)
+        return records
 
     def find(self, thread_id: str) -> RunRecord | None:
-        row = self.conn.execute(
-            "SELECT record FROM ima_runs WHERE thread_id = ?", (thread_id,)
-        ).fetchone()
-        return RunRecord(**json.loads(row[0])) if row else None
+        with self.db.session() as sql:
+            row = sql.one(f"SELECT record FROM {TABLE} WHERE thread_id = %s", (thread_id,))
+        return self._records([row])[0] if row else None
 
     def get(self, thread_id: str) -> RunRecord:
         record = self.find(thread_id)
@@ -95,6 +129,6 @@ class RunRegistry:
         return record
 
     def all(self) -> list[RunRecord]:
-        rows = self.conn.execute("SELECT record FROM ima_runs").fetchall()
-        records = [RunRecord(**json.loads(r[0])) for r in rows]
-        return sorted(records, key=lambda r: r.created_at)
+        with self.db.session() as sql:
+            rows = sql.all(f"SELECT record FROM {TABLE}")
+        return sorted(self._records(rows), key=lambda r: r.created_at)

@@ -7,7 +7,8 @@ import re
 import secrets
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -21,13 +22,28 @@ from ima.longterm import check_settings, open_long_term
 from ima.method.agent_context import build_turn_prompt
 from ima.method.schedule import initial_position
 from ima.models import agent_model, memory_model
-from ima.runs.checkpoints import compact_thread, open_checkpointer
+from ima.runs import leases
+from ima.runs.checkpoints import compact_thread
+from ima.runs.database import Database, open_database
+from ima.runs.leases import Holder, Lease, LeaseLost, ThreadBusy
 from ima.runs.outputs import check_output_dir, run_record, write_outputs
 from ima.runs.registry import RunRecord, RunRegistry
 from ima.tasks import Task, load_task
 
 FINISHED = ("finalized", "turn_cap", "failed")
 Listener = Callable[[str, dict[str, Any]], None]
+Target = Database | Path | str  # a Database, a SQLite path or a postgresql:// URL
+
+
+class RunEnded(UserError):
+    """The run had already ended when this process got to it: it is never run again."""
+
+    def __init__(self, record: RunRecord) -> None:
+        self.record = record
+        super().__init__(
+            f"run {record.thread_id} already ended ({record.status}): see `ima show "
+            f"{record.thread_id}`"
+        )
 
 
 def minimum_budget(task: Task, brief: str, settings: RunContext) -> int:
@@ -82,7 +98,7 @@ def create_run(
     task_ref: str,
     memory_mode: str,
     settings: RunContext,
-    db: Path,
+    db: Target,
     out_root: Path,
     thread_id: str | None = None,
     brief: str = "",
@@ -91,16 +107,12 @@ def create_run(
     """Validate everything and register a new run; nothing is written if anything is wrong."""
     task = load_task(task_ref)
     validate_settings(task, memory_mode, settings, brief or task.description)
+    leases.lease_settings()  # a bad IMA_LEASE_SECONDS fails before the run exists
     thread_id = thread_id or new_thread_id(task)
     check_thread_id(thread_id)
     check_output_dir(out_root / thread_id)  # no conversation is spent on unwritable results
     registry = RunRegistry(db)
     try:
-        if registry.find(thread_id):
-            raise UserError(
-                f"thread {thread_id!r} already exists: continue it with `ima resume {thread_id}` "
-                "or choose another --thread"
-            )
         ref = task_ref if Path(task_ref).suffix in {".yaml", ".yml"} else task.id
         record = RunRecord(
             thread_id=thread_id,
@@ -115,34 +127,87 @@ def create_run(
             keep_history=keep_history,
             brief=brief,
         )
-        registry.save(record)
+        if not registry.add(record):  # atomic: of two processes naming one thread, one wins
+            raise UserError(
+                f"thread {thread_id!r} already exists: continue it with `ima resume {thread_id}` "
+                "or choose another --thread"
+            )
         return record
     finally:
         registry.close()
 
 
 Reviewer = Callable[[dict[str, Any]], dict[str, Any]]
+Waiting = Callable[[Holder], None]
+
+
+@contextmanager
+def _holding(
+    db: Database, thread_id: str, lease: Lease | None, wait: bool, on_wait: Waiting | None
+) -> Iterator[Lease]:
+    if lease is not None:  # claimed by the caller (a queue claims a job and its thread at once)
+        if lease.thread_id != thread_id:
+            raise ValueError(f"lease is for {lease.thread_id}, not {thread_id}")
+        yield lease
+        return
+    with leases.hold(db, thread_id, wait=wait, on_wait=on_wait) as held:
+        yield held
 
 
 def execute(
     record: RunRecord,
-    db: Path,
+    db: Target,
     listener: Listener | None = None,
     reviewer: Reviewer | None = None,
     answer: dict[str, Any] | None = None,
+    *,
+    wait: bool = False,
+    on_wait: Waiting | None = None,
+    lease: Lease | None = None,
 ) -> dict[str, Any]:
     """Run (or continue) the thread until it ends or waits for a review nobody can give.
 
-    `answer` resumes a pending review; `reviewer` is asked whenever the graph pauses for one.
-    Checkpoints are synced after every step, so a killed process loses at most one step.
+    Only the holder of the thread's lease advances it: ThreadBusy if another process holds
+    it (or, with `wait`, after it is free). Under the lease the run's record is read again:
+    a run that ended meanwhile raises RunEnded and is never run twice. `answer` resumes a
+    pending review; `reviewer` is asked whenever the graph pauses for one. Checkpoints are
+    synced after every step, so a killed process loses at most one step.
     """
+    database = open_database(db)
+    try:
+        with _holding(database, record.thread_id, lease, wait, on_wait) as held:
+            return _advance(database, held, record, listener, reviewer, answer)
+    finally:
+        if database is not db:
+            database.close()
+
+
+def _advance(
+    db: Database,
+    held: Lease,
+    record: RunRecord,
+    listener: Listener | None,
+    reviewer: Reviewer | None,
+    answer: dict[str, Any] | None,
+) -> dict[str, Any]:
     task = load_task(record.task_ref)
     registry = RunRegistry(db)
+    current = registry.get(record.thread_id)
+    if current.status in FINISHED:
+        registry.close()
+        raise RunEnded(current)
+    vars(record).update(vars(current))  # what another process stored wins over our copy
     started, spent = time.perf_counter(), record.wall_seconds
     record.pid, record.status = os.getpid(), "running"
     registry.save(record)
+    settings = record.run_context()
+    values: dict[str, Any] = {}
     try:
-        with open_checkpointer(db) as saver, open_long_term(record.run_context(), db) as lt:
+        with (
+            db.checkpointer() as saver,
+            open_long_term(settings, lambda: db.long_term(settings.memory_store)) as lt,
+        ):
+            saver.fence = held.check  # a lost lease stops the run before its next write
             if lt.note and listener:
                 listener("long_term", {"note": lt.note})
             graph = compile_graph(task, record.memory_mode, checkpointer=saver, store=lt.store)  # type: ignore[arg-type]
@@ -152,24 +217,25 @@ def execute(
             # checkpoint still starts with it.
             start = {"brief": record.brief} if record.brief else {}
             payload: Any = start if not snapshot.values else None
-            if answer is not None:
+            if answer is not None and _questions(snapshot):
                 payload = Command(resume=answer)
             while True:
                 for chunk in graph.stream(
                     payload,
                     config,
-                    context=record.run_context(),
+                    context=settings,
                     stream_mode="updates",
                     durability="sync",
                 ):
                     # Time spent so far, kept step by step: a killed process's share counts.
+                    held.check()
                     record.wall_seconds = spent + time.perf_counter() - started
                     registry.save(record)
                     for node, update in chunk.items():
                         if listener and isinstance(update, dict):
                             listener(node, update)
                 snapshot = graph.get_state(config)
-                pending = [i.value for t in snapshot.tasks for i in t.interrupts]
+                pending = _questions(snapshot)
                 if not pending:
                     break
                 if reviewer is None:
@@ -177,8 +243,10 @@ def execute(
                     return dict(snapshot.values)
                 payload = Command(resume=reviewer(pending[0]))
             values = dict(snapshot.values)
+            held.check()
             long_term = lt.run_record(values)
             if values.get("status") in FINISHED and not record.keep_history:
+                held.check()
                 compact_thread(saver, graph, config)  # nothing left to resume: keep the end
         record.status = values.get("status", "running")
     except BaseException:
@@ -186,7 +254,12 @@ def execute(
         raise
     finally:
         record.wall_seconds = spent + time.perf_counter() - started
-        registry.save(record)
+        try:
+            held.check()
+        except LeaseLost:
+            pass  # the thread is another process's now: leave its record alone
+        else:
+            registry.save(record)
         registry.close()
     write_outputs(
         Path(record.out_dir), run_record(record, values) | {"long_term": long_term}, values
@@ -194,40 +267,59 @@ def execute(
     return values
 
 
-def pending_review(record: RunRecord, db: Path) -> dict[str, Any] | None:
+def _questions(snapshot: StateSnapshot) -> list[Any]:
+    return [i.value for t in snapshot.tasks for i in t.interrupts]
+
+
+def pending_review(record: RunRecord, db: Target) -> dict[str, Any] | None:
     """The question a paused run is waiting on, if any."""
     snapshot = _snapshot(record, db)
-    if snapshot is None:
-        return None
-    return next((i.value for t in snapshot.tasks for i in t.interrupts), None)
+    return next(iter(_questions(snapshot)), None) if snapshot else None
 
 
-def resumable(record: RunRecord) -> None:
+def resumable(record: RunRecord, db: Target | None = None, *, wait: bool = False) -> None:
+    """Refuse at once a run that ended, or (without `wait`) one another process holds;
+    `execute` checks both again under the lease."""
     if record.status in FINISHED:
-        raise UserError(f"run {record.thread_id} already ended ({record.status}): see `ima show`")
-    if record.shown_status == "running":
-        raise UserError(f"run {record.thread_id} is still running in process {record.pid}")
+        raise RunEnded(record)
+    if db is None or wait:
+        return
+    database = open_database(db)
+    try:
+        holder = leases.holders(database, [record.thread_id]).get(record.thread_id)
+    finally:
+        if database is not db:
+            database.close()
+    if holder is not None:
+        raise ThreadBusy(holder)
 
 
-def load_state(record: RunRecord, db: Path) -> dict[str, Any]:
+def load_state(record: RunRecord, db: Target) -> dict[str, Any]:
     snapshot = _snapshot(record, db)
     return dict(snapshot.values) if snapshot else {}
 
 
-def _snapshot(record: RunRecord, db: Path) -> StateSnapshot | None:
-    """The thread's latest state, read through the graph it was built with (read-only);
-    None when no run in this database has written a checkpoint yet."""
-    with open_checkpointer(db, read_only=True) as saver:
-        graph = compile_graph(load_task(record.task_ref), record.memory_mode, checkpointer=saver)  # type: ignore[arg-type]
-        try:
-            return graph.get_state({"configurable": {"thread_id": record.thread_id}})
-        except sqlite3.OperationalError as exc:
-            if "no such table" in str(exc):
-                return None
-            raise
+def _snapshot(record: RunRecord, db: Target) -> StateSnapshot | None:
+    """The thread's latest state, read through the graph it was built with (a SQLite file
+    is only read); None when no run in this database has written a checkpoint yet."""
+    database = open_database(db, read_only=True)
+    try:
+        with database.checkpointer() as saver:
+            graph = compile_graph(
+                load_task(record.task_ref), record.memory_mode, checkpointer=saver
+            )  # type: ignore[arg-type]
+            try:
+                return graph.get_state({"configurable": {"thread_id": record.thread_id}})
+            except sqlite3.OperationalError as exc:
+                if "no such table" in str(exc):
+                    return None
+                raise
+    finally:
+        if database is not db:
+            database.close()
 
 
-def export_outputs(record: RunRecord, db: Path, out_dir: Path | None = None) -> Path:
+def export_outputs(record: RunRecord, db: Target, out_dir: Path | None = None) -> Path:
     """Write a run's design and run record again from its checkpoint (atomically), to its
     own output folder or to `out_dir`/THREAD."""
     values = load_state(record, db)

@@ -13,8 +13,9 @@ from ima.core.errors import UserError
 DEFAULT_DB = Path("runs") / "ima.sqlite"
 
 
-def default_db() -> Path:
-    return Path(os.environ.get("IMA_DB") or DEFAULT_DB)
+def default_target() -> str:
+    """IMA_DB (a SQLite path or a postgresql:// URL), else runs/ima.sqlite."""
+    return os.environ.get("IMA_DB") or str(DEFAULT_DB)
 
 
 def connect(path: Path, *, autocommit: bool = False, read_only: bool = False) -> sqlite3.Connection:
@@ -23,7 +24,7 @@ def connect(path: Path, *, autocommit: bool = False, read_only: bool = False) ->
     `read_only` never writes, so commands that only read work on a file nobody may write.
     """
     if read_only:
-        return _connect_read_only(path)
+        return connect_read_only(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(
@@ -45,13 +46,15 @@ def connect(path: Path, *, autocommit: bool = False, read_only: bool = False) ->
     return conn
 
 
-def _connect_read_only(path: Path) -> sqlite3.Connection:
-    # mode=ro still needs the WAL index beside the file; where nothing may be created there
-    # (a read-only folder or file system), `immutable` reads the file as it is.
+def connect_read_only(path: Path, timeout: float = 30) -> sqlite3.Connection:
+    """A connection that never writes. mode=ro still needs the WAL index beside the file;
+    where nothing may be created there (a read-only folder or file system), `immutable`
+    reads the file as it is."""
     uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+    last: sqlite3.Error | None = None
     for suffix in ("", "&immutable=1"):
         try:
-            conn = sqlite3.connect(uri + suffix, uri=True, timeout=30, check_same_thread=False)
+            conn = sqlite3.connect(uri + suffix, uri=True, timeout=timeout, check_same_thread=False)
             conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
             return conn
         except sqlite3.OperationalError as exc:

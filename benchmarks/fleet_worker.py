@@ -1,0 +1,76 @@
+"""`ima worker` as the fleet benchmark runs it: the real command, plus two things only the
+benchmark needs.
+
+- A witness: every turn this process adds to a conversation is logged (thread, pid, turn,
+  database time) in the table `bench_activity`, so the benchmark can prove, independently
+  of the leases, that no conversation was advanced by two processes at once.
+- Lessons: the scripted model's memory rewrites also hold decisions (one shared by every
+  run, one per seed), so each finished run teaches long-term memory something and
+  concurrent learning can be checked for lost updates.
+
+    python -m benchmarks.fleet_worker --db URL [ima worker options]
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import psycopg
+
+from ima.evals import runner as eval_runner
+from ima.models.scripted import ScriptedChatModel
+
+COMMON_LESSON = "Storage format: Parquet on object storage for raw sensor logs"
+ACTIVITY = (
+    "CREATE TABLE IF NOT EXISTS bench_activity (thread_id TEXT NOT NULL, pid BIGINT NOT NULL, "
+    "turn BIGINT NOT NULL, at DOUBLE PRECISION NOT NULL)"
+)
+
+
+def seed_lesson(seed: int) -> str:
+    return f"Seed {seed} finding: batch uploads at depot number {seed} need retries"
+
+
+def _memory_with_lessons(self: ScriptedChatModel, prompt: str) -> str:
+    text = _plain_memory(self, prompt)
+    return f"{text}\n## Decisions\n- {COMMON_LESSON}\n- {seed_lesson(self.seed)}"
+
+
+_plain_memory = ScriptedChatModel._memory
+
+
+def _witness(url: str) -> Any:
+    conn = psycopg.connect(url, autocommit=True)
+    conn.execute(ACTIVITY)
+    real_execute = eval_runner.execute
+
+    def execute(record: Any, db: Any, listener: Any = None, **kwargs: Any) -> Any:
+        def logged(node: str, update: dict[str, Any]) -> None:
+            for turn in update.get("transcript") or []:
+                conn.execute(
+                    "INSERT INTO bench_activity VALUES (%s, %s, %s, "
+                    "EXTRACT(EPOCH FROM clock_timestamp()))",
+                    (record.thread_id, os.getpid(), turn["index"]),
+                )
+            if listener:
+                listener(node, update)
+
+        return real_execute(record, db, logged, **kwargs)
+
+    return execute
+
+
+def main() -> None:
+    url = sys.argv[sys.argv.index("--db") + 1]
+    ScriptedChatModel._memory = _memory_with_lessons  # type: ignore[method-assign]
+    eval_runner.execute = _witness(url)  # type: ignore[assignment]
+    from ima.cli.app import main as ima_main
+
+    sys.argv = ["ima", "worker", *sys.argv[1:]]
+    ima_main()
+
+
+if __name__ == "__main__":
+    main()

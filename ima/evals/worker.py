@@ -1,0 +1,101 @@
+"""A worker: claims queued evaluation runs from the shared database, runs (or resumes) each
+with its checkpoints in that database, judges it and stores the result row there.
+
+Start as many as you like, on any machine pointing at the same database. A worker killed
+mid-run loses nothing: once its lease on the conversation expires, another worker claims
+the job and continues from the last checkpoint; a run that had already ended is judged, not
+run again.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ima.evals.queue import Job, SharedEvaluation, claim, pending, worker_id
+from ima.evals.runner import Evaluation, Event, PlannedRun, plan_from_config
+from ima.runs.database import Database
+from ima.runs.leases import Lease, LeaseLost
+
+Notify = Callable[[str, Job, dict[str, Any]], None]  # (start | event | done | failed | lost)
+
+
+@dataclass
+class Tally:
+    done: int = 0
+    failed: int = 0
+    lost: int = 0
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Worker:
+    def __init__(
+        self,
+        db: Database,
+        *,
+        only: str | None = None,
+        root: Path = Path("."),
+        poll: float = 2.0,
+        notify: Notify = lambda kind, job, detail: None,
+    ) -> None:
+        self.db = db
+        self.only = only
+        self.root = root  # run files go to ROOT/EVALUATION/runs/THREAD/
+        self.poll = poll
+        self.notify = notify
+        self.id = worker_id(socket.gethostname(), os.getpid())
+        self.tally = Tally()
+
+    def run(self, *, until_done: bool = False, max_jobs: int | None = None) -> Tally:
+        """Claim and run jobs; with `until_done`, stop once no job is queued or running
+        anywhere (else keep polling for new evaluations)."""
+        while max_jobs is None or self.tally.done + self.tally.failed < max_jobs:
+            claimed = claim(self.db, self.id, self.only)
+            if claimed is None:
+                if until_done and pending(self.db, self.only) == 0:
+                    break
+                time.sleep(self.poll)  # another worker's run may stall (then it is ours)
+                continue
+            job, lease = claimed
+            try:
+                self.run_job(job, lease)
+            finally:
+                lease.release()
+        return self.tally
+
+    def run_job(self, job: Job, lease: Lease) -> None:
+        shared = SharedEvaluation(self.db, job.eval)
+        run = PlannedRun(**job.run)
+        self.notify("start", job, {"attempt": True})
+        try:
+            config = shared.read_config()
+            if config is None:
+                raise RuntimeError(f"evaluation {job.eval} has no configuration")
+            evaluation = Evaluation(plan_from_config(config), self.root / job.eval, shared)
+            if evaluation.task.fingerprint != config["task"]["fingerprint"]:
+                raise RuntimeError(
+                    f"task {config['task']['ref']} differs on this machine (fingerprint "
+                    f"{evaluation.task.fingerprint}, queued with {config['task']['fingerprint']})"
+                )
+            row = evaluation.run_one(run, lambda e: self._event(job, e), lease=lease)
+        except LeaseLost as exc:  # another worker has the conversation now: not ours to mark
+            self.tally.lost += 1
+            self.notify("lost", job, {"error": str(exc)})
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            shared.finish(job, self.id, error)
+            self.tally.failed += 1
+            self.notify("failed", job, {"error": error})
+        else:
+            shared.finish(job, self.id)
+            self.tally.done += 1
+            self.tally.rows.append(row)
+            self.notify("done", job, {"row": row})
+
+    def _event(self, job: Job, event: Event) -> None:
+        self.notify("event", job, {"kind": event.kind, **event.detail})
