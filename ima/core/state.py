@@ -86,9 +86,8 @@ def append_items(current: list[Any], batches: Sequence[list[Any]]) -> list[Any]:
     return out
 
 
-def merge_slots(
-    current: dict[str, MemorySlot], batches: Sequence[dict[str, MemorySlot]]
-) -> dict[str, MemorySlot]:
+def merge_slots(current: dict[str, Any], batches: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Per-key merge: each batch replaces only the keys (roles) it names."""
     out = dict(current)
     for batch in batches:
         out.update(batch)
@@ -140,8 +139,8 @@ class State(InputState):
     memory_log: Annotated[
         list[MemoryVersion], DeltaChannel(append_items, snapshot_frequency=_SNAPSHOT_EVERY)
     ]
-    templates: Annotated[  # memory template text per role
-        dict[str, str], DeltaChannel(last_write, snapshot_frequency=_SNAPSHOT_EVERY)
+    templates: Annotated[  # memory template text per role; each writer writes its own role's
+        dict[str, str], DeltaChannel(merge_slots, snapshot_frequency=_SNAPSHOT_EVERY)
     ]
     phase: str
     phase_round: int  # 1-based round within the current phase

@@ -40,7 +40,7 @@ def make_memory_node(task: Task, role_id: str) -> Callable[..., dict[str, Any]]:
             template, call = write_template(
                 task, role_id, settings, state["brief"], agent_model(settings)
             )
-            update["templates"] = {**state["templates"], role_id: template}
+            update["templates"] = {role_id: template}
             if call:
                 update["usage"] = {role_id: {"template_generation": call}}
         messages = update_messages(
