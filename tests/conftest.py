@@ -10,7 +10,25 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from ima.core.settings import RunContext
 from ima.graph.builder import compile_graph
+from ima.method.schedule import round_order
 from ima.tasks import Task, load_task
+
+
+def rounds_to_finalize(task: Task, rejected_votes: int = 0) -> int:
+    """Full rounds of a run whose consensus vote fails `rejected_votes` times before every
+    agent accepts: each phase before consensus for its rounds, then one consensus round per
+    vote; when the consensus phase has used all its rounds without agreement the team goes
+    back to the phase before (for its rounds) and votes again."""
+    *before, consensus = task.schedule.phases
+    back = before[-1].rounds if before else 0
+    retries = rejected_votes // consensus.rounds
+    return sum(p.rounds for p in before) + rejected_votes + 1 + retries * back
+
+
+def turns_to_finalize(task: Task, rejected_votes: int = 0) -> int:
+    """Turns of such a run: its rounds in the schedule's speaking order, then the
+    facilitator's FINALIZE turn."""
+    return rounds_to_finalize(task, rejected_votes) * len(round_order(task.schedule)) + 1
 
 
 @pytest.fixture(scope="session")
