@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 import jsonschema
 import pytest
+from conftest import turns_to_finalize
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.messages import AIMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.runtime import Runtime
+from langgraph.types import StateSnapshot
 
+from ima.core.settings import RunContext
 from ima.graph.builder import compile_graph
 from ima.models.scripted import ScriptedChatModel
+from ima.nodes.memory_update import make_memory_node
 
 
 @pytest.mark.parametrize("mode", ["intrinsic", "none"])
@@ -70,10 +81,56 @@ def test_a_turn_cannot_write_another_agents_memory(run_graph, monkeypatch):
         assert version["turn"] == 0 or version["turn"] in own_turns[version["role"]]
 
 
-def test_memory_node_writes_only_its_own_slot(task):
-    graph = compile_graph(task, "intrinsic")
-    memory_nodes = [n for n in graph.get_graph().nodes if n.endswith("_memory")]
-    assert sorted(memory_nodes) == sorted(f"{r}_memory" for r in task.speakers)
+def hostile_memory_answer(role: str, others: list[str]) -> str:
+    """A memory-update answer that tries to rewrite every other agent's memory."""
+    takeover = {other: f"HACKED by {role}" for other in others}
+    sections = "\n".join(f"## Memory of {other}\n- HACKED by {role}" for other in others)
+    return json.dumps({"memories": takeover}) + "\n" + sections
+
+
+@pytest.mark.parametrize("template", ["generic", "llm"])
+def test_a_memory_update_node_can_only_write_its_own_agents_slot(task, monkeypatch, template):
+    """Memory privacy is structural: each memory-update node, given a real mid-run state and a
+    model whose answer claims other agents' memories, returns an update that changes its own
+    agent's slot, log and template only; applied through the graph's reducers, every other
+    agent's memory stays as it was. (`llm`: the node also adopts a newly written template.)"""
+    graph = compile_graph(task, "intrinsic", checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "privacy"}}
+    graph.invoke({}, config, context=RunContext(model="scripted"))
+    due: dict[str, StateSnapshot] = {}  # per role: the last checkpoint before its memory update
+    for snapshot in graph.get_state_history(config):
+        for node in snapshot.next:
+            if node.endswith("_memory"):
+                due.setdefault(node.removesuffix("_memory"), snapshot)
+    assert set(task.speakers) <= set(due)
+
+    context = RunContext(model="scripted", template=template)
+    for role in task.speakers:
+        others = [r for r in task.speakers if r != role]
+        answer = AIMessage(
+            hostile_memory_answer(role, others),
+            usage_metadata={"input_tokens": 50, "output_tokens": 20, "total_tokens": 70},
+        )
+        fake = FakeMessagesListChatModel(responses=[answer])
+        monkeypatch.setattr("ima.models.load_chat_model", lambda *a, fake=fake, **k: fake)
+        before = due[role]
+        update = make_memory_node(task, role)(before.values, Runtime(context=context))
+
+        assert set(update["memories"]) == {role}
+        assert update["memories"][role]["text"] == answer.content  # its own memory, as written
+        assert [v["role"] for v in update["memory_log"]] == [role]
+        assert set(update["usage"]) == {role}
+        changed = {
+            r for r, t in update.get("templates", {}).items() if before.values["templates"][r] != t
+        }
+        assert changed == ({role} if template == "llm" else set())
+
+        after = graph.get_state(graph.update_state(before.config, update, as_node=f"{role}_memory"))
+        for other in others:
+            assert after.values["memories"][other] == before.values["memories"][other]
+            assert after.values["templates"][other] == before.values["templates"][other]
+        new_versions = after.values["memory_log"][len(before.values["memory_log"]) :]
+        assert [(v["role"], v["text"]) for v in new_versions] == [(role, answer.content)]
 
 
 def test_graph_shows_the_architecture(task):
@@ -92,29 +149,34 @@ def test_invalid_json_is_repaired_once(run_graph):
     assert out["usage"]["DJE"]["documentation"]["calls"] == 3  # design, spec, repair
 
 
-def test_json_still_invalid_after_repair_fails_and_keeps_everything(run_graph):
+def test_json_still_invalid_after_repair_fails_and_keeps_everything(run_graph, task):
     out = run_graph(model="scripted:bad_json=2")
     assert out["status"] == "failed"
     assert not out["final"]["valid"] and "JSON" in out["final"]["error"]
-    assert out["final"]["markdown"] and len(out["transcript"]) == 31
+    assert out["final"]["markdown"] and len(out["transcript"]) == turns_to_finalize(task)
 
 
-@pytest.mark.parametrize("template", ["manual", "llm"])
-def test_templates(run_graph, task, template):
+def headings(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.startswith("#")]
+
+
+@pytest.mark.parametrize("template", ["generic", "manual", "llm"])
+def test_each_agent_keeps_its_memory_in_its_own_template(run_graph, task, template):
+    """The update prompt carries the agent's own template, and its memory follows it."""
     out = run_graph(template=template)
     assert all(s["template"] == template for s in out["memories"].values())
     if template == "manual":
         assert set(out["templates"].values()) == {task.manual_template.strip()}
-    else:
-        assert out["templates"]["DEA"] != out["templates"]["BOA"]
-        assert out["usage"]["DEA"]["template_generation"]["calls"] == 1
+    if template == "llm":  # written once per agent, by the agent's model, for its own role
+        for role in task.speakers:
+            assert out["usage"][role]["template_generation"]["calls"] == 1
+            named = set(re.findall(r"\b[A-Z]{2,}\b", out["templates"][role])) & set(task.speakers)
+            assert named == {role}
+    for role, slot in out["memories"].items():
+        assert headings(slot["text"]) == headings(out["templates"][role]), role
 
 
 def test_fork_from_turn_ten_with_another_template(task):
-    from langgraph.checkpoint.memory import InMemorySaver
-
-    from ima.core.settings import RunContext
-
     graph = compile_graph(task, "intrinsic", checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "fork"}}
     graph.invoke({}, config, context=RunContext(model="scripted"))
@@ -127,7 +189,7 @@ def test_fork_from_turn_ten_with_another_template(task):
         None, after_ten.config, context=RunContext(model="scripted", template="manual")
     )
     assert forked["status"] == "finalized"
-    assert [t["index"] for t in forked["transcript"]] == list(range(1, 32))
+    assert [t["index"] for t in forked["transcript"]] == list(range(1, turns_to_finalize(task) + 1))
     for role, slot in forked["memories"].items():
         assert slot["template"] == "manual", role  # every agent spoke again after the fork
         assert forked["templates"][role] == task.manual_template.strip()
@@ -172,9 +234,6 @@ def test_workers_answer_the_question_of_their_phase(run_graph, task):
 
 def test_lean_memory_updates_show_the_role_but_not_the_task(task):
     from langchain_core.callbacks import BaseCallbackHandler
-    from langgraph.checkpoint.memory import InMemorySaver
-
-    from ima.core.settings import RunContext
 
     class Prompts(BaseCallbackHandler):
         def __init__(self) -> None:
