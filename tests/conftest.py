@@ -69,3 +69,16 @@ def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp
         return code, captured.out, captured.err
 
     return _cli
+
+
+def md_table(report: str, first_header: str) -> dict[str, dict[str, str]]:
+    """The Markdown table whose header starts with `first_header`: each row's cells by
+    column name (repeated names get the column number), keyed by the first cell."""
+    lines = report[report.index(f"| {first_header} |") :].split("\n\n")[0].splitlines()
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    names = [h if header.count(h) == 1 else f"{h}{i}" for i, h in enumerate(header)]
+    table = {}
+    for line in lines[2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        table[cells[0]] = dict(zip(names, cells, strict=True))
+    return table

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import typer
+from conftest import md_table
 from typer.testing import CliRunner
 
 from ima.cli.evaluate import eval_command
@@ -44,19 +45,6 @@ def rows(out: Path) -> list[dict]:
 
 def tokens_of(usage: dict) -> int:
     return usage["input_tokens"] + usage["output_tokens"]
-
-
-def md_table(report: str, first_header: str) -> dict[str, dict[str, str]]:
-    """The Markdown table whose header starts with `first_header`: each row's cells by
-    column name (repeated names get the column number), keyed by the first cell."""
-    lines = report[report.index(f"| {first_header} |") :].split("\n\n")[0].splitlines()
-    header = [c.strip() for c in lines[0].strip("|").split("|")]
-    names = [h if header.count(h) == 1 else f"{h}{i}" for i, h in enumerate(header)]
-    table = {}
-    for line in lines[2:]:
-        cells = [c.strip() for c in line.strip("|").split("|")]
-        table[cells[0]] = dict(zip(names, cells, strict=True))
-    return table
 
 
 def test_two_pair_eval_writes_store_report_and_plots(ima_eval, tmp_path, task):
