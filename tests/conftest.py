@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from ima.core.settings import RunContext
@@ -31,6 +33,19 @@ def turns_to_finalize(task: Task, rejected_votes: int = 0) -> int:
     return rounds_to_finalize(task, rejected_votes) * len(round_order(task.schedule)) + 1
 
 
+class PromptRecorder(BaseCallbackHandler):
+    """Every chat-model call of a run: its metadata and the messages the model received."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[dict[str, Any], list[BaseMessage]]] = []
+
+    def on_chat_model_start(self, serialized, messages, *, metadata=None, **kwargs):  # type: ignore[override]
+        self.calls.append((metadata or {}, messages[0]))
+
+    def of_kind(self, kind: str) -> list[tuple[dict[str, Any], list[BaseMessage]]]:
+        return [(meta, messages) for meta, messages in self.calls if meta.get("ima_kind") == kind]
+
+
 @pytest.fixture(scope="session")
 def task() -> Task:
     return load_task("data-pipeline")
@@ -41,11 +56,15 @@ def run_graph(task: Task) -> Callable[..., dict[str, Any]]:
     """Run the data-pipeline graph in memory with the scripted model."""
 
     def _run(
-        memory_mode: str = "intrinsic", model: str = "scripted", **settings: Any
+        memory_mode: str = "intrinsic",
+        model: str = "scripted",
+        callbacks: list[BaseCallbackHandler] | None = None,
+        **settings: Any,
     ) -> dict[str, Any]:
         graph = compile_graph(task, memory_mode, checkpointer=InMemorySaver())  # type: ignore[arg-type]
         context = RunContext(model=model, **settings)
-        return graph.invoke({}, {"configurable": {"thread_id": "t"}}, context=context)
+        config = {"configurable": {"thread_id": "t"}, "callbacks": callbacks or []}
+        return graph.invoke({}, config, context=context)
 
     return _run
 

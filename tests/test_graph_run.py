@@ -7,7 +7,7 @@ import re
 
 import jsonschema
 import pytest
-from conftest import turns_to_finalize
+from conftest import PromptRecorder, turns_to_finalize
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
@@ -223,35 +223,62 @@ def test_the_scripted_model_follows_the_prompts_not_the_graph(
         assert "FINALIZE" not in flags
 
 
-def test_workers_answer_the_question_of_their_phase(run_graph, task):
-    out = run_graph()
-    questions = {p.name: " ".join(p.instruction.split()[:8]) for p in task.schedule.phases}
-    workers = [t for t in out["transcript"] if t["speaker"] in task.schedule.workers]
-    for turn in workers:
-        if turn["phase"] != "consensus":
-            assert questions[turn["phase"]] in turn["content"], turn
+def test_each_turn_asks_the_question_of_its_phase_and_hands_over_to_the_next_speaker(
+    run_graph, task
+):
+    """The question closing each agent's prompt: its own role, round and phase, that
+    phase's instruction (no other's), and for the facilitator the agent who speaks next."""
+    recorder = PromptRecorder()
+    out = run_graph(callbacks=[recorder])
+    transcript = out["transcript"]
+    instructions = {p.name: " ".join(p.instruction.split()) for p in task.schedule.phases}
+    calls = recorder.of_kind("agent_turn")
+    assert [meta["ima_turn"] for meta, _ in calls] == [t["index"] for t in transcript]
+    for turn, (_, messages) in zip(transcript, calls, strict=True):
+        prompt = str(messages[-1].content)
+        question = prompt[prompt.rindex("Question for you, ") :]
+        assert question.startswith(f"Question for you, {turn['speaker']}, in round ")
+        assert f"of the {turn['phase']} phase." in question
+        if "FINALIZE" in turn["flags"]:
+            assert f"hand over to {task.schedule.finalizer}" in question
+            continue
+        others = [text for name, text in instructions.items() if name != turn["phase"]]
+        assert instructions[turn["phase"]] in question and not any(o in question for o in others)
+        if turn["speaker"] == task.schedule.facilitator:
+            next_speaker = transcript[turn["index"]]["speaker"]
+            assert f"what exactly {next_speaker} should address next" in question
 
 
-def test_lean_memory_updates_show_the_role_but_not_the_task(task):
-    from langchain_core.callbacks import BaseCallbackHandler
+def test_each_memory_update_sees_only_its_agents_own_latest_turn(run_graph):
+    recorder = PromptRecorder()
+    out = run_graph(callbacks=[recorder])
+    turns = {t["index"]: t for t in out["transcript"]}
+    calls = recorder.of_kind("memory_update")
+    assert len(calls) == len(turns)
+    for meta, messages in calls:
+        turn = turns[meta["ima_turn"]]
+        assert turn["speaker"] == meta["ima_role"]
+        prompt = str(messages[-1].content)
+        latest = prompt.split(f"## Your latest turn (turn {turn['index']})\n", 1)[1]
+        assert latest == turn["content"]
+        # the memory it rewrites is the agent's own, as it was before this turn
+        before = [
+            v["text"]
+            for v in out["memory_log"]
+            if v["role"] == turn["speaker"] and v["turn"] < turn["index"]
+        ][-1]
+        assert f"## Your memory so far\n{before or '(empty: this is your first turn)'}\n" in prompt
 
-    class Prompts(BaseCallbackHandler):
-        def __init__(self) -> None:
-            self.memory: list[str] = []
 
-        def on_chat_model_start(self, serialized, messages, *, metadata=None, **kwargs):  # type: ignore[override]
-            if (metadata or {}).get("ima_kind") == "memory_update":
-                self.memory.append("\n".join(str(m.content) for m in messages[0]))
-
+def test_lean_memory_updates_show_the_role_but_not_the_task(run_graph, task):
     seen = {}
     for layout in ("lean", "full"):
-        recorder = Prompts()
-        graph = compile_graph(task, "intrinsic", checkpointer=InMemorySaver())
-        context = RunContext(model="scripted", memory_prompt=layout, turn_cap=4)
-        graph.invoke(
-            {}, {"configurable": {"thread_id": "m"}, "callbacks": [recorder]}, context=context
-        )
-        seen[layout] = recorder.memory
+        recorder = PromptRecorder()
+        run_graph(callbacks=[recorder], memory_prompt=layout, turn_cap=4)
+        seen[layout] = [
+            "\n".join(str(m.content) for m in messages)
+            for _, messages in recorder.of_kind("memory_update")
+        ]
     task_section = "# Task\n" + task.description.strip()[:80]
     assert seen["lean"] and all("# Your role\nYou are" in p for p in seen["lean"])
     assert not any(task_section in p for p in seen["lean"])
