@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import jsonschema
@@ -75,13 +76,20 @@ def test_show_and_runs(cli):
     ]
 
 
-def test_tasks_and_graph(cli):
+def test_tasks_and_graph(cli, task):
     code, out, _ = cli("tasks")
     assert code == 0 and "data-pipeline" in out
+    steps = {"__start__", "setup", "router", "documentation", "human_review", "__end__"}
+    steps |= set(task.speakers)
     code, out, _ = cli("graph")
+    nodes = set(re.findall(r"^\s+(\w+)\(", out, re.M))
     assert code == 0 and "graph TD" in out
-    for node in ("CDA", "DEA_memory", "router", "documentation"):
-        assert f"{node}(" in out
+    assert nodes == steps | {f"{r}_memory" for r in task.speakers} | {"learn"}
+    for role in task.speakers:  # each agent followed by its own memory update
+        assert f"{role} -.-> {role}_memory;" in out and f"{role}_memory --> router;" in out
+    assert "documentation --> learn;" in out  # long-term learning inside the graph
+    code, out, _ = cli("graph", "--memory", "none")
+    assert code == 0 and set(re.findall(r"^\s+(\w+)\(", out, re.M)) == steps
 
 
 def bad_task(tmp_path: Path, edit) -> str:
