@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from conftest import turns_to_finalize
 from fake_ollama import FakeOllama
+from tenacity import wait_none
 
 
 def meeting_responder(messages: list[dict[str, Any]], request: dict[str, Any]) -> str:
@@ -30,6 +31,12 @@ def meeting_responder(messages: list[dict[str, Any]], request: dict[str, Any]) -
 
 @pytest.fixture
 def ollama(monkeypatch):
+    # Retries keep LangChain's policy (which failures, how many attempts) without its
+    # seconds of exponential backoff: the tests check that a call is retried, not how long
+    # it waits.
+    monkeypatch.setattr(
+        "langchain_core.runnables.retry.wait_exponential_jitter", lambda **_: wait_none()
+    )
     with FakeOllama(models={"tiny": meeting_responder}) as server:
         monkeypatch.setenv("OLLAMA_HOST", server.url)
         yield server
