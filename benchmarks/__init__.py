@@ -1,1 +1,1 @@
-"""Speed and scale benchmarks of the real graph (issue 7): `python -m benchmarks.run`."""
+"""Speed and scale benchmarks of the real graph: `python -m benchmarks.run`."""

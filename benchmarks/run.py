@@ -1,4 +1,4 @@
-"""Speed and scale benchmarks for the real graph (issue 7): `python -m benchmarks.run`.
+"""Speed and scale benchmarks for the real graph: `python -m benchmarks.run`.
 
 Every figure is printed beside a naive reference measured in the same run, with the ratio,
 and each target as a PASS/FAIL line. `--quick` runs 50 and 200 turns instead of 50, 200
@@ -406,6 +406,27 @@ def figure_concurrency(result: dict[str, Any], verdicts: Verdicts) -> None:
             console.print(f"[red]{r['stderr']}[/red]")
 
 
+FORMATION_TARGET = 0.6  # wall time per turn, memory formed beside vs before the next turn
+
+
+def figure_formation(formation: dict[str, Any], verdicts: Verdicts) -> None:
+    table = Table(
+        title=f"7. Memory formation on a server (fake Ollama over HTTP: "
+        f"{formation['latency']} s per call, {formation['parallel']} calls at once)"
+    )
+    for col in ("memory_concurrency", "turns", "seconds per turn"):
+        table.add_column(col, justify="right")
+    for run in formation["runs"]:
+        table.add_row(str(run["concurrency"]), str(run["turns"]), f"{run['seconds_per_turn']:.3f}")
+    console.print(table)
+    ratio = formation["ratio"]
+    verdicts.add(
+        ratio <= FORMATION_TARGET,
+        f"memory formed beside the next turn: {ratio:.2f}x the wall time per turn of forming "
+        f"it before (target <= {FORMATION_TARGET})",
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="50 and 200 turns (not 1,000)")
@@ -414,7 +435,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target fails")
     args = parser.parse_args(argv)
 
-    from benchmarks import concurrency, contextbench
+    from benchmarks import concurrency, contextbench, memory_formation
     from ima.tasks import load_task
 
     sizes = QUICK_TURNS if args.quick else FULL_TURNS
@@ -435,6 +456,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     progress.print("[dim]· concurrent runs ...[/dim]")
     shared = concurrency.measure()
+    progress.print("[dim]· memory formation on a fake server ...[/dim]")
+    formation = memory_formation.measure()
 
     verdicts = Verdicts()
     same = all(
@@ -464,6 +487,8 @@ def main(argv: list[str] | None = None) -> int:
     console.print()
     figure_concurrency(shared, verdicts)
     console.print()
+    figure_formation(formation, verdicts)
+    console.print()
     passed = sum(p for p, _ in verdicts.lines)
     console.print(
         f"[bold]{passed} of {len(verdicts.lines)} targets pass[/bold] · "
@@ -477,6 +502,7 @@ def main(argv: list[str] | None = None) -> int:
                     "runs": [runs[k] for k in sorted(runs)],
                     "context": context_rows,
                     "concurrency": shared,
+                    "memory_formation": formation,
                     "verdicts": [{"pass": p, "text": t} for p, t in verdicts.lines],
                 },
                 indent=2,

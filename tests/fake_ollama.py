@@ -171,6 +171,11 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(404, "404 page not found")
 
     def _chat(self, body: dict[str, Any]) -> None:
+        fake = self.fake
+        with fake._slots:  # like OLLAMA_NUM_PARALLEL: more requests than slots wait
+            self._answer(body)
+
+    def _answer(self, body: dict[str, Any]) -> None:
         fake, start = self.fake, time.perf_counter_ns()
         if fake.delay > 0 and fake._stopping.wait(fake.delay):
             return self._drop()  # the server went down while "loading the model"
@@ -240,11 +245,17 @@ class _Handler(BaseHTTPRequestHandler):
 class FakeOllama:
     """`with FakeOllama(models={"tiny": responder}) as server: ChatOllama(base_url=server.url)`.
 
-    Knobs: `delay` (seconds before answering a chat), `fail_next(n, status)`, `stop()`/`start()`
-    (the same port again). `requests` holds every (path, JSON body or None) received.
+    Knobs: `delay` (seconds each chat takes), `parallel` (chats served at once, like
+    OLLAMA_NUM_PARALLEL; None: no limit), `fail_next(n, status)`, `stop()`/`start()` (the same
+    port again). `requests` holds every (path, JSON body or None) received.
     """
 
-    def __init__(self, models: Mapping[str, Responder | None] | None = None, delay: float = 0.0):
+    def __init__(
+        self,
+        models: Mapping[str, Responder | None] | None = None,
+        delay: float = 0.0,
+        parallel: int | None = None,
+    ):
         self.models = {
             _canonical(k): v or echo_responder for k, v in (models or {"tiny": None}).items()
         }
@@ -252,6 +263,7 @@ class FakeOllama:
         self.requests: list[tuple[str, dict[str, Any] | None]] = []
         self.counts: list[tuple[int, int]] = []  # (prompt_eval_count, eval_count) per answer
         self._lock, self._life = threading.Lock(), threading.Lock()
+        self._slots = threading.BoundedSemaphore(parallel) if parallel else contextlib.nullcontext()
         self._stopping = threading.Event()
         self._failures: list[tuple[int, str]] = []
         self._connections: set[socket.socket] = set()

@@ -26,6 +26,7 @@ FIGURES = (
     "4. Peak memory of a run",
     "5. Prompt tokens per run",
     "6. 4 `ima run` processes at once on one SQLite file",
+    "7. Memory formation on a server",
 )
 
 
@@ -63,7 +64,7 @@ def test_benchmark_smoke_prints_every_figure_and_one_verdict_per_target(benchmar
     for title in FIGURES:
         assert title in out, f"missing figure {title!r}"
     verdicts = data["verdicts"]
-    assert len(verdicts) == 7
+    assert len(verdicts) == 8  # same transcripts; figures 1, 3, 5, 6, 7 one each; figure 2 two
     flat = " ".join(out.split())  # the console wraps long lines
     for v in verdicts:
         assert f"{'PASS' if v['pass'] else 'FAIL'} {' '.join(v['text'].split())}" in flat
@@ -135,6 +136,16 @@ def test_benchmark_smoke_verdicts_state_the_measured_figures(benchmark):
 
     # 6. concurrent runs on one database
     assert passed[6] == (shared["all_finished"] and not shared["locked"] and shared["overlapping"])
+
+    # 7. memory formation beside the next turn against before it, on a server
+    formation = data["memory_formation"]
+    sequential, concurrent = formation["runs"]
+    assert (sequential["concurrency"], concurrent["concurrency"]) == (1, 2)
+    assert sequential["turns"] == concurrent["turns"]
+    ratio, target = figure(r"([\d.]+)x the wall time per turn .*\(target <= ([\d.]+)\)", text[7])
+    measured = concurrent["seconds_per_turn"] / sequential["seconds_per_turn"]
+    assert ratio == round(measured, 2) and ratio == round(formation["ratio"], 2)
+    assert passed[7] == (formation["ratio"] <= target)
 
 
 def test_benchmark_smoke_tables_show_the_measured_rows(benchmark):

@@ -10,7 +10,7 @@ import typer
 from conftest import md_table
 from typer.testing import CliRunner
 
-from ima.cli.evaluate import eval_command
+from ima.cli.evaluate import eval_app
 from ima.core.errors import UserError
 from ima.evals import runner as eval_runner
 from ima.evals.judge import METRICS
@@ -30,7 +30,7 @@ def ima_eval(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     for name in ("IMA_MODEL", "IMA_TEMPLATE", "IMA_TOKEN_BUDGET", "IMA_TURN_CAP", "IMA_REVIEW"):
         monkeypatch.delenv(name, raising=False)
     app = typer.Typer()
-    app.command("eval")(eval_command)
+    app.add_typer(eval_app, name="eval")  # a group: `ima eval` runs, `ima eval calibrate`
     app.command("noop")(lambda: None)  # keeps `eval` a subcommand, as in `ima`
 
     def run(*args: str):

@@ -14,9 +14,10 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
+from ima.evals.comparison import Cell
 from ima.evals.coverage import design_text, evidence_coverage, llm_coverage, parse_check
 from ima.evals.judge import METRICS, judge_design, parse_verdict
-from ima.evals.report import Cell, markdown_report
+from ima.evals.report import markdown_report
 from ima.evals.stats import ranksum_p, summarize
 from ima.evals.structured import AnswerError
 from ima.models.scripted import ScriptedChatModel
@@ -373,3 +374,16 @@ def test_degenerate_verdicts_are_flagged_but_still_scored():
     assert verdict["warnings"] == ["rationales repeat each other"]
     real_answer = {m: {"rationale": real[m], "score": 6} for m in METRICS}
     assert judge_design(canned(json.dumps(real_answer)), subject="t1", **DESIGN)["warnings"] == []
+
+
+def test_cached_input_is_compared_when_the_backend_reports_it():
+    from ima.evals.metrics import metrics_for
+
+    def row(cached: int) -> dict:
+        total = {"input_tokens": 1000, "output_tokens": 50, "cached_tokens": cached}
+        return {"usage": {"total": total, "by_kind": {}}, "turns": 3, "wall_seconds": 1.0}
+
+    names = {m.name: m for m in metrics_for([row(600), row(0)])}
+    assert names["input_evaluated"].get(row(600)) == 400
+    assert names["input_cached"].get(row(600)) == 600
+    assert "input_cached" not in {m.name for m in metrics_for([row(0)])}  # nothing reported

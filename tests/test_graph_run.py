@@ -273,3 +273,12 @@ def test_lean_memory_updates_show_the_role_but_not_the_task(run_graph, task):
     assert seen["lean"] and all("# Your role\nYou are" in p for p in seen["lean"])
     assert not any(task_section in p for p in seen["lean"])
     assert all(task_section in p for p in seen["full"])
+
+
+def test_sampling_seeds_same_run_for_a_seed_different_runs_across_seeds(run_graph):
+    def speech(**settings) -> list[str]:
+        return [t["content"] for t in run_graph(turn_cap=6, **settings)["transcript"]]
+
+    assert speech(temperature=0.7, seed=1) == speech(temperature=0.7, seed=1)
+    assert speech(temperature=0.7, seed=1) != speech(temperature=0.7, seed=2)
+    assert speech(seed=1) == speech(seed=2)  # greedy: the seed changes nothing

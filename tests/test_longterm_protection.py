@@ -191,3 +191,16 @@ def test_provenance_is_screened_too():
     with pytest.raises(Refused, match="e-mail address"):
         learn(hub, RunOutcome("run-for-jane@example.com", "finalized", {"BOA": (memory, 2)}))
     assert hub.entries() == []
+
+
+def test_generated_thread_ids_never_look_like_personal_data(task):
+    from ima.longterm.screening import findings
+    from ima.runs.runner import new_thread_id
+
+    assert all(findings(new_thread_id(task)) == [] for _ in range(300))
+    stamps = [
+        f"data-pipeline-{d:08d}.{t:06d}-beef"
+        for d in (20261201, 20270131)
+        for t in range(0, 235959, 997)
+    ]
+    assert not [s for s in stamps if findings(s)]

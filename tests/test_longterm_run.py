@@ -52,7 +52,7 @@ def test_a_second_run_starts_with_the_first_runs_matured_lessons(tmp_path, monke
     values, starts, first = run("alice")
     assert values["status"] == "finalized"
     assert not any(starts.values())  # nothing learned yet
-    assert first["long_term"]["learned"]["learned"] is True
+    assert first["long_term"]["learned"]["learned"] is True, first["long_term"]["learned"]
     assert (db.parent / "memory.sqlite").exists()  # beside the runs database
 
     _, starts, second = run("alice")

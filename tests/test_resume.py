@@ -54,10 +54,16 @@ def test_sigkill_then_resume_gives_the_uninterrupted_transcript(tmp_path, concur
 
     listed = json.loads(ima("runs", "--json", cwd=tmp_path).stdout)
     assert listed[0]["status"] == "interrupted"
+    registry = RunRegistry(db)
+    spent_before_kill = registry.get("killed").wall_seconds  # kept step by step
+    registry.close()
+    assert spent_before_kill >= 9 * 0.05
 
     resumed = ima("resume", "killed", "--json", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
-    assert json.loads(resumed.stdout)["status"] == "finalized"
+    record = json.loads(resumed.stdout)
+    assert record["status"] == "finalized"
+    assert record["wall_seconds"] >= spent_before_kill + (record["turns"] - killed_at) * 0.05
 
     reference = ima("run", "--thread", "reference", *common, cwd=tmp_path)
     assert reference.returncode == 0, reference.stderr

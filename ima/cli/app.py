@@ -4,27 +4,38 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import sys
 import webbrowser
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
 from rich.prompt import Prompt
 from rich.table import Table
+from rich.text import Text
 
 from ima.cli import display
-from ima.cli.evaluate import eval_command
+from ima.cli.evaluate import eval_app
 from ima.cli.memory import memory_app
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
 from ima.graph.builder import compile_graph
 from ima.models import agent_model, describe_model, memory_model
 from ima.models.errors import describe
-from ima.runs.outputs import run_record
+from ima.runs.outputs import OutputsNotWritten, outputs_missing, run_record
 from ima.runs.registry import RunRecord, RunRegistry
-from ima.runs.runner import Reviewer, create_run, execute, load_state, pending_review, resumable
+from ima.runs.runner import (
+    FINISHED,
+    Reviewer,
+    create_run,
+    execute,
+    export_outputs,
+    load_state,
+    pending_review,
+    resumable,
+)
 from ima.runs.sqlite import default_db
 from ima.tasks import available_tasks, load_task, load_task_file
 from ima.view import write_view
@@ -38,9 +49,10 @@ app = typer.Typer(
     rich_markup_mode="rich",
 )
 app.add_typer(memory_app, name="memory")
-app.command("eval")(eval_command)
+app.add_typer(eval_app, name="eval")
 console = Console()
-err = Console(stderr=True, soft_wrap=True)  # errors stay on one line
+err = Console(stderr=True, soft_wrap=True, highlight=False)  # errors stay on one line
+ERROR = Text("error: ", style="red")
 
 DbOpt = Annotated[
     Path, typer.Option("--db", help="SQLite file for checkpoints and the run list (env IMA_DB).")
@@ -65,8 +77,12 @@ def _finish(record: RunRecord, values: dict[str, Any], as_json: bool) -> None:
     console.print(display.Panel(display.final_view(values), title="Final design"))
     console.print(display.usage_table(values.get("usage", {})))
     console.print(
-        f"status {display.status_text(values.get('status', '?'))} · "
-        f"{len(values.get('transcript', []))} turns · {record.wall_seconds:.1f}s · outputs in {out}"
+        Text("status ")
+        + display.status_text(str(values.get("status", "?")))
+        + Text(
+            f" · {len(values.get('transcript', []))} turns · {record.wall_seconds:.1f}s · "
+            f"outputs in {out}"
+        )
     )
 
 
@@ -93,38 +109,59 @@ def _reviewer(approve: bool, as_json: bool, view: display.LiveView | None) -> Re
     return ask
 
 
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).splitlines() or [""])[0]
+
+
+def _stopped(record: RunRecord, why: str) -> NoReturn:
+    err.print(
+        ERROR
+        + Text(
+            f"run stopped: {why}. Nothing is lost: fix the cause and continue with "
+            f"`ima resume {record.thread_id}` (IMA_DEBUG=1 shows the traceback)"
+        )
+    )
+    raise typer.Exit(1)
+
+
 def _execute(
     record: RunRecord,
     db: Path,
     as_json: bool,
-    brief: str = "",
     verbose: bool = False,
     approve: bool = False,
     answer: dict[str, Any] | None = None,
 ) -> None:
     try:
         if as_json:
-            values = execute(
-                record, db, brief=brief, reviewer=_reviewer(approve, True, None), answer=answer
-            )
+            values = execute(record, db, reviewer=_reviewer(approve, True, None), answer=answer)
         else:
             with display.LiveView(console, record, verbose) as view:
                 reviewer = _reviewer(approve, False, view)
-                values = execute(record, db, view, brief=brief, reviewer=reviewer, answer=answer)
+                values = execute(record, db, view, reviewer=reviewer, answer=answer)
     except KeyboardInterrupt:
-        err.print(f"interrupted: continue with `ima resume {record.thread_id}`")
+        err.print(Text(f"interrupted: continue with `ima resume {record.thread_id}`"))
         raise typer.Exit(130) from None
     except UserError:
         raise
+    except sqlite3.DatabaseError as exc:
+        if "locked" not in str(exc):
+            raise  # a damaged or unwritable database: resuming would not help
+        _stopped(record, f"the database stayed locked ({exc})")
+    except OutputsNotWritten as exc:
+        err.print(
+            ERROR
+            + Text(
+                f"run {record.thread_id} ended ({record.status}) but its outputs were not "
+                f"written: {exc}. Nothing is lost: write them with `ima export "
+                f"{record.thread_id} --out DIR`"
+            )
+        )
+        raise typer.Exit(1) from None
     except Exception as exc:
         if os.environ.get("IMA_DEBUG"):
             raise
-        why = describe(exc) or f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}"
-        err.print(
-            f"[red]error:[/red] run stopped: {why}. Nothing is lost: "
-            f"fix the cause and continue with `ima resume {record.thread_id}` (IMA_DEBUG=1 shows the traceback)"
-        )
-        raise typer.Exit(1) from None
+        _stopped(record, describe(exc) or f"{type(exc).__name__}: {_first_line(exc)}")
     if record.status == "awaiting_review":
         message = (
             f"waiting for review: approve with `ima resume {record.thread_id} --approve`, "
@@ -141,7 +178,7 @@ def _execute(
                     indent=2,
                 )
             )
-        err.print(message)
+        err.print(Text(message))
         return
     _finish(record, values, as_json)
     if values.get("status") == "failed":
@@ -261,6 +298,10 @@ def run(
     if brief_file:
         try:
             brief = brief_file.read_text(encoding="utf-8").strip()
+        except UnicodeDecodeError:
+            raise UserError(
+                f"brief file {brief_file} is not UTF-8 text: give a text file"
+            ) from None
         except OSError as exc:
             raise UserError(f"cannot read brief file {brief_file}: {exc.strerror}") from None
         if not brief:
@@ -278,18 +319,22 @@ def run(
     )
     if not as_json:
         console.print(
-            f"thread [bold]{record.thread_id}[/bold] · task {record.task_id} v{record.task_version} · "
-            f"memory {memory} · template {settings.template} · budget {settings.token_budget} · "
-            f"turn cap {settings.turn_cap} · seed {settings.seed}"
+            Text("thread ")
+            + Text(record.thread_id, style="bold")
+            + Text(
+                f" · task {record.task_id} v{record.task_version} · memory {memory} · "
+                f"template {settings.template} · budget {settings.token_budget} · "
+                f"turn cap {settings.turn_cap} · seed {settings.seed}"
+            )
         )
         _print_models(settings)
-    _execute(record, path, as_json, brief, show_memory, approve)
+    _execute(record, path, as_json, show_memory, approve)
 
 
 def _print_models(settings: RunContext) -> None:
-    console.print(f"agents: {describe_model(agent_model(settings))}", highlight=False)
+    console.print(Text(f"agents: {describe_model(agent_model(settings))}"))
     if settings.memory_model:
-        console.print(f"memory updates: {describe_model(memory_model(settings))}", highlight=False)
+        console.print(Text(f"memory updates: {describe_model(memory_model(settings))}"))
 
 
 @app.command()
@@ -315,18 +360,58 @@ def resume(
         record = registry.get(thread)
     finally:
         registry.close()
+    if record.status in FINISHED and outputs_missing(
+        Path(record.out_dir), load_state(record, path)
+    ):
+        _export(record, path, None)  # the run ended but its files were lost or never written
+        return
     resumable(record)
-    if not as_json:
-        console.print(f"resuming [bold]{thread}[/bold]")
-        _print_models(record.run_context())
     answer = {"feedback": feedback} if feedback and feedback.strip() else None
+    if answer and pending_review(record, path) is None:
+        raise UserError(
+            f"run {thread} is not waiting for review, so there is nothing to send feedback to: "
+            f"continue it with `ima resume {thread}` (feedback is asked for before FINALIZE)"
+        )
+    if not as_json:
+        console.print(Text("resuming ") + Text(thread, style="bold"))
+        _print_models(record.run_context())
     _execute(record, path, as_json, approve=approve, answer=answer)
+
+
+def _export(record: RunRecord, db: Path, out: Path | None) -> None:
+    try:
+        target = export_outputs(record, db, out)
+    except OutputsNotWritten as exc:
+        raise UserError(f"{exc} (choose another --out)") from None
+    console.print(Text(f"outputs of {record.thread_id} written to {target}"))
+
+
+@app.command()
+def export(
+    thread: Annotated[str, typer.Argument(help="Thread id (see `ima runs`).")],
+    db: DbOpt = None,  # type: ignore[assignment]
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Write to OUT/THREAD/ instead of the run's own output folder."),
+    ] = None,
+) -> None:
+    """Write a run's outputs (design.md, design.json, run.json) again from its checkpoint.
+
+    For a run whose files were lost or could not be written (full disk, wrong --out), or to
+    copy them elsewhere. Works for unfinished runs too (what exists so far)."""
+    path = _db(db, must_exist=True)
+    registry = RunRegistry(path, read_only=True)
+    try:
+        record = registry.get(thread)
+    finally:
+        registry.close()
+    _export(record, path, out)
 
 
 @app.command("runs")
 def list_runs(db: DbOpt = None, as_json: JsonOpt = False) -> None:  # type: ignore[assignment]
     """List runs with their status (finalized, turn_cap, failed, running, interrupted)."""
-    registry = RunRegistry(_db(db, must_exist=True))
+    registry = RunRegistry(_db(db, must_exist=True), read_only=True)
     try:
         records = registry.all()
     finally:
@@ -343,7 +428,7 @@ def list_runs(db: DbOpt = None, as_json: JsonOpt = False) -> None:  # type: igno
         ]
         print(json.dumps(rows, indent=2))
     else:
-        console.print(display.runs_table(records))
+        console.print(display.runs_table(records, console.width))
 
 
 @app.command()
@@ -354,7 +439,7 @@ def show(
 ) -> None:
     """Print a run's transcript, every agent's memory, token usage and status."""
     path = _db(db, must_exist=True)
-    registry = RunRegistry(path)
+    registry = RunRegistry(path, read_only=True)
     try:
         record = registry.get(thread)
     finally:
@@ -388,7 +473,7 @@ def view_run(
       ima view THREAD --out /tmp/run.html
     """
     path = _db(db, must_exist=True)
-    registry = RunRegistry(path)
+    registry = RunRegistry(path, read_only=True)
     try:
         record = registry.get(thread)
     finally:
@@ -399,9 +484,9 @@ def view_run(
     if out is None:
         target.parent.mkdir(parents=True, exist_ok=True)
     write_view(run_record(record, values) | {"roles": roles}, values, target)
-    console.print(f"view: {target}", highlight=False)
+    console.print(Text(f"view: {target}"))
     if open_browser and not webbrowser.open(target.resolve().as_uri()):
-        err.print(f"no web browser found: open {target} yourself", highlight=False)
+        err.print(Text(f"no web browser found: open {target} yourself"))
 
 
 @app.command()
@@ -433,5 +518,17 @@ def main() -> None:
     try:
         app()
     except UserError as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        err.print(ERROR + Text(str(exc)))
+        sys.exit(2)
+    except sqlite3.DatabaseError as exc:
+        if os.environ.get("IMA_DEBUG"):
+            raise
+        err.print(
+            ERROR
+            + Text(
+                f"database problem: {_first_line(exc)}. The file given by --db (or IMA_DB) may "
+                "be damaged or not an ima database: restore it from a backup or choose another "
+                "--db (IMA_DEBUG=1 shows the traceback)"
+            )
+        )
         sys.exit(2)

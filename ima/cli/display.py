@@ -1,4 +1,8 @@
-"""Terminal rendering with rich: the live run view, the final design, `show` and `runs`."""
+"""Terminal rendering with rich: the live run view, the final design, `show` and `runs`.
+
+Everything that comes from a user or a model (thread ids, turns, memories, notes) goes to
+the terminal as plain `Text`, never as rich markup: `[bold]` in a turn stays `[bold]`.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from rich.panel import Panel
 from rich.status import Status
 from rich.syntax import Syntax
 from rich.table import Table
+from rich.text import Text
 
 from ima.runs.outputs import usage_totals
 from ima.runs.registry import RunRecord
@@ -52,12 +57,12 @@ class LiveView:
 
     def __call__(self, node: str, update: dict[str, Any]) -> None:
         if node == "long_term":
-            self.console.print(f"[yellow]{update['note']}[/yellow]", highlight=False)
+            self.console.print(Text(update["note"], style="yellow"))
             return
         if node == "learn":
             learned = update["long_term"]["learned"]
             if learned.get("note"):
-                self.console.print(f"[yellow]{learned['note']}[/yellow]", highlight=False)
+                self.console.print(Text(learned["note"], style="yellow"))
             return
         for kinds in update.get("usage", {}).values():
             self.tokens += sum(u["input_tokens"] + u["output_tokens"] for u in kinds.values())
@@ -75,34 +80,38 @@ class LiveView:
             self.turns = turn["index"]
             self.console.print(turn_panel(turn))
             doing = f"{turn['speaker']} is updating its memory"
-        for role, slot in update.get("memories", {}).items():
-            if slot["version"] and self.verbose_memory:
-                self.console.print(
-                    Panel(slot["text"], title=f"{role} memory v{slot['version']}", style="dim")
-                )
-            elif slot["version"]:
-                words = len(slot["text"].split())
-                self.console.print(
-                    f"  [dim]{role} memory → v{slot['version']} ({words} words)[/dim]"
-                )
+        for version in update.get("memory_log", []):  # a rewrite, not the starting memory
+            if not version["version"]:
+                continue
+            label = f"{version['role']} memory v{version['version']}"
+            if self.verbose_memory:
+                self.console.print(Panel(Text(version["text"]), title=Text(label), style="dim"))
+            else:
+                words = len(version["text"].split())
+                self.console.print(Text(f"  {label} ({words} words)", style="dim"))
         if self.status:
             self.status.update(self._line(doing))
 
 
 def review_panel(payload: dict[str, Any]) -> Panel:
     votes = ", ".join(f"{role} {vote}" for role, vote in payload.get("votes", {}).items())
-    recent = "\n\n".join(
-        f"[bold]{t['turn']}. {t['speaker']}[/bold]: {t['content']}"
-        for t in payload.get("recent_turns", [])[-4:]
-    )
-    body = f"{payload.get('question', '')}\n\nVotes: {votes}\n\n{recent}"
+    body = Text(f"{payload.get('question', '')}\n\nVotes: {votes}")
+    for t in payload.get("recent_turns", [])[-4:]:
+        body.append("\n\n")
+        body.append(f"{t['turn']}. {t['speaker']}", style="bold")
+        body.append(f": {t['content']}")
     return Panel(body, title="Review before FINALIZE", border_style="yellow")
 
 
 def turn_panel(turn: dict[str, Any]) -> Panel:
     flags = " ".join(turn["flags"])
-    title = f"[bold]{turn['index']}. {turn['speaker']}[/bold] · {turn['phase']}"
-    return Panel(turn["content"], title=title, title_align="left", subtitle=flags or None)
+    title = Text(f"{turn['index']}. {turn['speaker']}", style="bold") + Text(f" · {turn['phase']}")
+    return Panel(
+        Text(turn["content"]),
+        title=title,
+        title_align="left",
+        subtitle=Text(flags) if flags else None,
+    )
 
 
 def usage_table(usage: dict[str, Any]) -> Table:
@@ -140,7 +149,7 @@ def final_view(values: dict[str, Any]) -> Group:
     if final.get("spec") is not None:
         parts.append(Syntax(json.dumps(final["spec"], indent=2), "json", word_wrap=True))
     if final.get("error"):
-        parts.append(f"[red]specification invalid: {final['error']}[/red]")
+        parts.append(Text(f"specification invalid: {final['error']}", style="red"))
     return Group(*parts)
 
 
@@ -152,41 +161,60 @@ STATUS_STYLE = {
 }
 
 
-def status_text(status: str) -> str:
-    return f"[{STATUS_STYLE.get(status, 'cyan')}]{status}[/]"
+def status_text(status: str) -> Text:
+    return Text(status, style=STATUS_STYLE.get(status, "cyan"))
 
 
-def runs_table(records: list[RunRecord]) -> Table:
+# `ima runs` columns, most important first: narrow terminals drop columns from the end,
+# never cut a thread id (the value users copy into `ima show` and `ima resume`) or a date.
+RUN_COLUMNS = ("thread", "status", "started", "task", "memory", "wall", "model")
+
+
+def runs_table(records: list[RunRecord], width: int = 200) -> Table:
+    rows = [
+        {
+            "thread": r.thread_id,
+            "status": r.shown_status,
+            "started": f"{datetime.fromtimestamp(r.created_at):%Y-%m-%d %H:%M}",
+            "task": f"{r.task_id} v{r.task_version}",
+            "memory": r.memory_mode,
+            "wall": f"{r.wall_seconds:.0f}s",
+            "model": str(r.settings.get("model", "")),
+        }
+        for r in records
+    ]
+    columns: list[str] = []
+    used = 4  # the table's outer borders
+    for name in RUN_COLUMNS:
+        needed = max([len(name), *(len(row[name]) for row in rows)]) + 3  # padding, divider
+        if columns and used + needed > width:
+            break
+        columns.append(name)
+        used += needed
     table = Table(title="Runs")
-    for col in ("thread", "task", "memory", "model", "status", "started", "wall"):
-        table.add_column(col)
-    for r in records:
-        table.add_row(
-            r.thread_id,
-            f"{r.task_id} v{r.task_version}",
-            r.memory_mode,
-            r.settings.get("model", ""),
-            status_text(r.shown_status),
-            f"{datetime.fromtimestamp(r.created_at):%Y-%m-%d %H:%M}",
-            f"{r.wall_seconds:.0f}s",
-        )
+    for name in columns:
+        table.add_column(name, no_wrap=True, overflow="ignore" if name == "thread" else "ellipsis")
+    for row in rows:
+        cells = [status_text(row[c]) if c == "status" else Text(row[c]) for c in columns]
+        table.add_row(*cells)
     return table
 
 
 def show_view(record: RunRecord, values: dict[str, Any]) -> Group:
-    parts: list[Any] = [
-        f"[bold]{record.thread_id}[/bold] · {record.task_id} v{record.task_version} · "
-        f"memory {record.memory_mode} · model {record.settings.get('model')} · "
-        f"status {status_text(values.get('status') if values.get('status') in STATUS_STYLE else record.shown_status)}"
-    ]
+    status = values.get("status") if values.get("status") in STATUS_STYLE else record.shown_status
+    header = Text(record.thread_id, style="bold") + Text(
+        f" · {record.task_id} v{record.task_version} · memory {record.memory_mode} · "
+        f"model {record.settings.get('model')} · status "
+    )
+    parts: list[Any] = [header + status_text(str(status))]
     parts += [turn_panel(t) for t in values.get("transcript", [])]
     for role, slot in values.get("memories", {}).items():
-        title = f"{role} memory · {slot['template']} template · v{slot['version']} (turn {slot['updated_turn']})"
-        parts.append(
-            Panel(
-                slot["text"] or "[dim](empty)[/dim]", title=title, title_align="left", style="cyan"
-            )
+        title = (
+            f"{role} memory · {slot['template']} template · v{slot['version']} "
+            f"(turn {slot['updated_turn']})"
         )
+        text = Text(slot["text"]) if slot["text"] else Text("(empty)", style="dim")
+        parts.append(Panel(text, title=Text(title), title_align="left", style="cyan"))
     parts.append(usage_table(values.get("usage", {})))
     if values.get("final"):
         parts.append(Panel(final_view(values), title="Final design"))

@@ -1,6 +1,9 @@
-"""`ima eval`: paired runs of intrinsic memory and the baseline, judged, stored, reported.
+"""`ima eval`: paired runs of intrinsic memory and the baseline, judged, stored, reported;
+`ima eval calibrate`: how well the judge tells good designs from bad ones.
 
-Register it on the `ima` app with `app.command("eval")(eval_command)`.
+Register it on the `ima` app with `app.add_typer(eval_app, name="eval")`. `eval` is a group
+whose callback is the evaluation itself (run when no sub-command follows), so `ima eval
+--pairs 10` works as it always did and `ima eval calibrate` sits beside it in --help.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console, RenderableType
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -24,12 +28,16 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from ima.cli.calibrate import calibrate_command
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
+from ima.evals.calibration import find_calibration
+from ima.evals.content_runs import fill_content
 from ima.evals.judge import METRICS
-from ima.evals.report import print_report, write_report
+from ima.evals.report import write_report
 from ima.evals.runner import EvalPlan, Evaluation, Event
 from ima.evals.store import ResultsStore, read_config
+from ima.evals.terminal import print_report
 from ima.models import agent_model, describe_model, load_chat_model
 from ima.tasks import load_task
 
@@ -60,7 +68,7 @@ def _row_line(row: dict[str, Any]) -> str:
     judged = (
         "/".join(str(verdict["scores"][m]) for m in METRICS)
         if verdict.get("status") == "ok"
-        else f"[red]judge failed[/red] ({verdict.get('error', '')})"
+        else f"[red]judge failed[/red] ({escape(str(verdict.get('error', '')))})"
     )
     coverage = (
         f"{len(cov.get('covered', []))}/{cov.get('checked', 0)}" if cov.get("checked") else "n/a"
@@ -72,20 +80,31 @@ def _row_line(row: dict[str, Any]) -> str:
     )
 
 
-def report_only(directory: Path) -> None:
+def _report(directory: Path, rows: list[dict[str, Any]], calibration_file: Path | None) -> None:
+    """report.md and plots, with content metrics filled in for older runs and the judge's
+    calibration when one exists for the evaluation's judge model."""
+    config = read_config(directory)
+    rows = fill_content(directory, rows, ((config or {}).get("task") or {}).get("ref"))
+    judge_model = ((config or {}).get("judge") or {}).get("model")
+    calibration, note = find_calibration(directory, judge_model, calibration_file)
+    made = write_report(directory, rows, config, calibration, note)
+    print_report(console, rows, calibration, note)
+    _print_outputs(made)
+
+
+def report_only(directory: Path, calibration_file: Path | None = None) -> None:
     store = ResultsStore(directory)
     if not store.path.exists():
         raise UserError(f"no {store.path}: run `ima eval --out {directory}` first")
     rows = store.load()
     if store.skipped_lines:
         err.print(
-            f"[yellow]note:[/yellow] ignored {store.skipped_lines} unreadable line(s) in {store.path}"
+            f"[yellow]note:[/yellow] ignored {store.skipped_lines} unreadable line(s) in "
+            f"{escape(str(store.path))}"
         )
     if not rows:
         raise UserError(f"{store.path} holds no finished runs yet")
-    made = write_report(directory, rows, read_config(directory))
-    print_report(console, rows)
-    _print_outputs(made)
+    _report(directory, rows, calibration_file)
 
 
 def _print_outputs(made: dict[str, Any]) -> None:
@@ -95,6 +114,7 @@ def _print_outputs(made: dict[str, Any]) -> None:
 
 
 def eval_command(
+    ctx: typer.Context,
     task: Annotated[
         str, typer.Option(help="Task id (see `ima tasks`) or path to a task YAML file.")
     ] = "data-pipeline",
@@ -171,6 +191,14 @@ def eval_command(
             "--report-only", metavar="DIR", help="Re-analyse a stored evaluation; run nothing."
         ),
     ] = None,
+    calibration_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--calibration",
+            metavar="FILE",
+            help="calibration.json to show in the report (default: OUT/calibration.json).",
+        ),
+    ] = None,
 ) -> None:
     """Compare intrinsic memory with the memoryless baseline: paired runs, an LLM judge,
     objective metrics, rank-sum statistics, box plots and a Markdown report.
@@ -183,10 +211,16 @@ def eval_command(
       ima eval --pairs 10\n
       ima eval --model ollama:qwen2.5:7b --judge-model ollama:qwen2.5:14b\n
       ima eval --templates generic,manual,llm --budgets 1024,2048\n
-      ima eval --report-only evals/data-pipeline
+      ima eval --report-only evals/data-pipeline\n
+      ima eval calibrate --judge-model ollama:qwen2.5:14b
     """
+    if ctx.invoked_subcommand is not None:
+        _no_options_before(ctx)
+        return
+    if calibration_file is not None and not calibration_file.is_file():
+        raise UserError(f"calibration file {calibration_file} not found: check --calibration")
     if report_only_dir is not None:
-        report_only(report_only_dir)
+        report_only(report_only_dir, calibration_file)
         return
     overrides = {
         "model": model,
@@ -217,7 +251,7 @@ def eval_command(
     evaluation.prepare()
     done, todo = evaluation.pending()
     console.print(
-        f"evaluation [bold]{directory}[/bold] · task {task_def.id} v{task_def.version} · "
+        f"evaluation [bold]{escape(str(directory))}[/bold] · task {task_def.id} v{task_def.version} · "
         f"{pairs} pairs (seeds {seed}..{seed + pairs - 1}) · templates {', '.join(templates)} · "
         f"budgets {', '.join(map(str, budgets))} · turn cap {settings.turn_cap}",
         highlight=False,
@@ -232,15 +266,34 @@ def eval_command(
     errors = _run(evaluation, len(done), len(done) + len(todo), settings.turn_cap)
     rows = evaluation.store.load()
     if rows:
-        made = write_report(directory, rows, read_config(directory))
-        print_report(console, rows)
-        _print_outputs(made)
+        _report(directory, rows, calibration_file)
     if errors:
         err.print(
             f"[red]{errors} run(s) failed[/red] (see above); run the same command again to "
             "resume them: stored runs are kept"
         )
         raise typer.Exit(1)
+
+
+def _no_options_before(ctx: typer.Context) -> None:
+    """`ima eval --judge-model X calibrate` would silently drop X: refuse it."""
+    given = [
+        p.opts[0]
+        for p in ctx.command.params
+        # by name: typer ships its own copy of click, whose enum is another class
+        if p.name and getattr(ctx.get_parameter_source(p.name), "name", "") == "COMMANDLINE"
+    ]
+    if given:
+        sub = ctx.invoked_subcommand
+        raise UserError(
+            f"{', '.join(given)} given before `{sub}`: put options after it "
+            f"(`ima eval {sub} {given[0]} ...`; see `ima eval {sub} --help`)"
+        )
+
+
+eval_app = typer.Typer(no_args_is_help=False)
+eval_app.callback(invoke_without_command=True)(eval_command)
+eval_app.command("calibrate")(calibrate_command)
 
 
 class _EvalProgress(Progress):
@@ -290,7 +343,7 @@ def _run(evaluation: Evaluation, done: int, total: int, cap: int) -> int:
         elif event.kind == "error":
             errors += 1
             progress.console.print(
-                f"[red]✗[/red] {label}: {event.detail['error']}", highlight=False
+                f"[red]✗[/red] {label}: {escape(event.detail['error'])}", highlight=False
             )
 
     with progress:

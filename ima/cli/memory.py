@@ -18,8 +18,10 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console, Group
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
+from rich.text import Text
 
 from ima.core.errors import UserError
 from ima.longterm.errors import MemoryUnavailable
@@ -58,14 +60,18 @@ def _config() -> LongTermConfig:
 
 
 @contextmanager
-def _hub(store: Path | None, *, create: bool = False) -> Iterator[MemoryHub | None]:
+def _hub(
+    store: Path | None, *, create: bool = False, read_only: bool = False
+) -> Iterator[MemoryHub | None]:
     config = _config()
     path = store_path(str(store or config.store_path or ""))
     if not create and not path.exists():
         yield None
         return
     try:
-        hub = MemoryHub.open(path, config.principal_id(), policies=config.policies())
+        hub = MemoryHub.open(
+            path, config.principal_id(), policies=config.policies(), read_only=read_only
+        )
     except MemoryUnavailable as exc:
         raise UserError(str(exc)) from None
     try:
@@ -121,7 +127,7 @@ def list_items(
     as_json: JsonOpt = False,
 ) -> None:
     """Items per agent and shared, with status (mature / provisional) and support."""
-    with _hub(store) as hub:
+    with _hub(store, read_only=True) as hub:
         if hub is None:
             entries: list[Entry] = []
         else:
@@ -143,7 +149,7 @@ def list_items(
             _state_text(e.status.state) + (" (user)" if e.item.source == "user" else ""),
             f"{e.status.recent}/{e.status.needed} ({e.item.support_total} total)",
             _when(e.item.last_at),
-            e.item.text,
+            Text(e.item.text),
         )
     console.print(table)
     if hub is None:
@@ -153,14 +159,14 @@ def list_items(
 @memory_app.command()
 def show(item: ItemArg, store: StoreOpt = None, as_json: JsonOpt = False) -> None:
     """One item: its text, where it lives, status and support."""
-    with _hub(store) as hub:
+    with _hub(store, read_only=True) as hub:
         entry = _need(hub, store).find(item)
     data = _entry_json(entry)
     if as_json:
         print(json.dumps(data, indent=2))
         return
     lines = [
-        f"[bold]{entry.item.text}[/bold]",
+        f"[bold]{escape(entry.item.text)}[/bold]",
         "",
         f"memory  {data['memory']}   source {data['source']}",
         f"status  {_state_text(data['status'])}: {data['reason']}",
@@ -177,7 +183,7 @@ def show(item: ItemArg, store: StoreOpt = None, as_json: JsonOpt = False) -> Non
 @memory_app.command()
 def why(item: ItemArg, store: StoreOpt = None, as_json: JsonOpt = False) -> None:
     """Why an item is believed: its support and provenance, and whether it is applied."""
-    with _hub(store) as hub:
+    with _hub(store, read_only=True) as hub:
         hub = _need(hub, store)
         entry = hub.find(item)
         policy = hub.policy(entry.scope)
@@ -203,7 +209,7 @@ def why(item: ItemArg, store: StoreOpt = None, as_json: JsonOpt = False) -> None
         else "[yellow]not applied[/yellow]: stored only"
     )
     head = (
-        f"[bold]{entry.item.text}[/bold]\n\n{applied}\n{entry.status.state}: {entry.status.reason}\n"
+        f"[bold]{escape(entry.item.text)}[/bold]\n\n{applied}\n{entry.status.state}: {escape(entry.status.reason)}\n"
         f"policy ({entry.scope.label}): {policy.min_support} runs within {policy.window_days:g} days "
         f"mature; decays after {policy.decay_days:g} days without support; kept "
         f"{policy.retention_days:g} days; counted outcomes: {', '.join(policy.supporting_statuses)}"
@@ -292,7 +298,7 @@ def reset(
 @memory_app.command()
 def audit(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
     """The audit log: every learning run and every correction (ids and counts, no text)."""
-    with _hub(store) as hub:
+    with _hub(store, read_only=True) as hub:
         events = hub.events() if hub else []
     if as_json:
         print(json.dumps(events, indent=2))

@@ -16,14 +16,6 @@ from langgraph.channels.delta import DeltaChannel
 from typing_extensions import TypedDict
 
 RunStatus = Literal["running", "finalized", "turn_cap", "failed"]
-CallKind = Literal[
-    "agent_turn",
-    "memory_update",
-    "template_generation",
-    "documentation",
-    "judge",
-    "requirement_check",
-]
 
 # Snapshots bound replay time on resume; a high cadence keeps them from dominating storage.
 _SNAPSHOT_EVERY = 5000
@@ -111,7 +103,7 @@ def add_usage(
     for role, kinds in update.items():
         for kind, u in kinds.items():
             prev = out.setdefault(role, {}).get(kind)
-            out[role][kind] = u if prev is None else {k: prev[k] + u[k] for k in u}  # type: ignore[literal-required]
+            out[role][kind] = u if prev is None else {k: prev.get(k, 0) + u[k] for k in u}  # type: ignore[misc]
     return out
 
 

@@ -66,6 +66,60 @@ def _coverage(field: str) -> Callable[[dict[str, Any]], float | None]:
     return get
 
 
+def _content(section: str, key: str) -> Callable[[dict[str, Any]], float | None]:
+    """A content metric (ima.evals.content) of a row; None where it was not measured."""
+
+    def get(row: dict[str, Any]) -> float | None:
+        value = ((row.get("content") or {}).get(section) or {}).get(key)
+        if isinstance(value, list):  # figure conflicts: a count, unless no figures are listed
+            total = (row.get("content") or {}).get(section, {}).get("total")
+            return float(len(value)) if total else None
+        if value is None:
+            return None
+        return 100.0 * value
+
+    return get
+
+
+# name, label, terminal label, and where the value sits in a row's content metrics
+CONTENT_METRICS = (
+    ("figures_design", "Brief figures stated, design (%)", "Figures md %", "grounding", "design"),
+    ("figures_spec", "Brief figures stated, JSON spec (%)", "Figures spec %", "grounding", "spec"),
+    ("figures_both", "Brief figures in both (%)", "Figures both %", "grounding", "both"),
+    ("figure_conflicts", "Figure conflicts, design vs spec", "Conflicts", "grounding", "conflicts"),
+    ("parroting_turns", "Parroting, turns (%)", "Parroting %", "parroting", "turns"),
+    ("parroting_design", "Parroting, final design (%)", "Parrot. design %", "parroting", "design"),
+    ("repetition_turns", "Repetition of own turns (%)", "Repetition %", "repetition", "turns"),
+)
+
+
+def content_metrics_for(rows: list[dict[str, Any]]) -> list[Metric]:
+    """Content metric rows, when any run has them (figure rows only for tasks with figures)."""
+    if not any(r.get("content") for r in rows):
+        return []
+    figures = any(((r.get("content") or {}).get("grounding") or {}).get("total") for r in rows)
+    return [
+        Metric(
+            name,
+            label,
+            _content(section, key),
+            ",.1f" if key != "conflicts" else ",.2f",
+            short=short,
+        )
+        for name, label, short, section, key in CONTENT_METRICS
+        if figures or section != "grounding"
+    ]
+
+
+def _input(row: dict[str, Any], part: str) -> float | None:
+    """Input tokens the backend served from its prompt cache, or evaluated anew."""
+    total = (row.get("usage") or {}).get("total")
+    if not total:
+        return None
+    cached = float(total.get("cached_tokens", 0))
+    return cached if part == "cached" else float(total.get("input_tokens", 0)) - cached
+
+
 def kinds_in(rows: list[dict[str, Any]]) -> list[str]:
     found = {k for r in rows for k in ((r.get("usage") or {}).get("by_kind") or {})}
     return [k for k in KIND_ORDER if k in found] + sorted(found - set(KIND_ORDER))
@@ -84,6 +138,23 @@ def metrics_for(rows: list[dict[str, Any]]) -> list[Metric]:
                 short=f" · {KIND_SHORT.get(kind, kind)}",
             )
         )
+    if any(_input(r, "cached") for r in rows):  # only backends that report their cache
+        out += [
+            Metric(
+                "input_evaluated",
+                "Input tokens evaluated",
+                lambda r: _input(r, "new"),
+                ",.0f",
+                short=" · evaluated in",
+            ),
+            Metric(
+                "input_cached",
+                "Input tokens from cache",
+                lambda r: _input(r, "cached"),
+                ",.0f",
+                short=" · cached in",
+            ),
+        ]
     out += [
         Metric("turns", "Turns", lambda r: float(r["turns"]), ",.1f"),
         Metric(
@@ -110,6 +181,7 @@ def metrics_for(rows: list[dict[str, Any]]) -> list[Metric]:
                 short="Cov. % (LLM)",
             )
         )
+    out += content_metrics_for(rows)
     out += [
         Metric(m, LABELS[m], _judge(m), ",.2f", judge=True, short=SHORT.get(m, "")) for m in METRICS
     ]

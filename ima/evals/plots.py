@@ -12,7 +12,7 @@ from ima.evals.judge import LABELS, METRICS
 from ima.evals.metrics import metrics_for
 
 if TYPE_CHECKING:
-    from ima.evals.report import Cell
+    from ima.evals.comparison import Cell
 
 COLORS = {"baseline": "#8c9bb5", "intrinsic": "#e39b3c"}
 EXTRA_COLORS = ("#e39b3c", "#6cae75", "#b57bc4", "#d9665b", "#4fa3c7")
@@ -28,7 +28,9 @@ def _pyplot() -> Any:
 
 
 def _values(metric_name: str, rows: list[dict[str, Any]]) -> list[float]:
-    metric = next(m for m in metrics_for(rows) if m.name == metric_name)
+    metric = next((m for m in metrics_for(rows) if m.name == metric_name), None)
+    if metric is None:  # not measured for these runs (e.g. content metrics of old runs)
+        return []
     return [v for v in (metric.get(r) for r in rows) if v is not None]
 
 
@@ -108,7 +110,7 @@ def judge_boxplot(cell: Cell, path: Path) -> str | None:
 
 
 def objective_boxplot(cell: Cell, path: Path) -> str | None:
-    """Tokens, turns and requirement coverage per system."""
+    """Tokens, turns, requirement coverage and the content metrics per system."""
     rows = cell.baseline + cell.intrinsic
     if not rows:
         return None
@@ -118,7 +120,15 @@ def objective_boxplot(cell: Cell, path: Path) -> str | None:
         ("turns", "Turns"),
         ("coverage", "Requirement coverage (%)"),
     ]
-    fig, axes = plt.subplots(1, len(panels), figsize=(10, 3.6))
+    panels += [
+        (name, title)
+        for name, title in (
+            ("figures_design", "Brief figures in design (%)"),
+            ("parroting_turns", "Parroting, turns (%)"),
+        )
+        if _values(name, rows)
+    ]
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.4 * len(panels), 3.6))
     for ax, (name, title) in zip(axes, panels, strict=True):
         groups = [(s, _values(name, cell.runs(s))) for s in ("baseline", "intrinsic")]
         _boxes(ax, groups, [0, 1], [COLORS["baseline"], COLORS["intrinsic"]], 0.6, name)
@@ -126,7 +136,7 @@ def objective_boxplot(cell: Cell, path: Path) -> str | None:
         ax.set_xticklabels(["Baseline", "Intrinsic"])
         ax.set_title(title, fontsize=10)
         ax.grid(axis="y", alpha=0.3)
-        if name == "coverage":
+        if name in ("coverage", "figures_design", "parroting_turns"):
             ax.set_ylim(-5, 105)
         else:
             ax.yaxis.get_major_locator().set_params(integer=True)

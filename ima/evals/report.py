@@ -1,214 +1,35 @@
-"""Analysis of stored runs: the Table-1-style comparison (terminal and Markdown), per
-requirement coverage, ablations across templates and budgets, and every run's settings."""
+"""The evaluation report (OUT/report.md): the Table-1-style comparison per cell, requirement
+coverage per requirement, ablations across templates and budgets, the judge's calibration
+and every run's settings, with the box plots."""
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console, Group
-from rich.table import Table
-from rich.text import Text
-
+from ima.evals.calibration import calibration_md
+from ima.evals.comparison import (
+    PAPER_TABLE_1,
+    SYSTEMS,
+    Cell,
+    calibration_line,
+    cells,
+    coverage_text,
+    fmt,
+    fmt_p,
+    fmt_ratio,
+    judge_failures,
+    judge_warnings,
+    mean_sd,
+    scores_text,
+    status_counts,
+    system_of,
+)
 from ima.evals.judge import LABELS, METRICS
-from ima.evals.metrics import Metric, metrics_for
-from ima.evals.stats import Summary, ranksum_p, ratio, summarize
 from ima.evals.store import write_text_atomic
 
 REPORT_FILE = "report.md"
-SYSTEMS = ("baseline", "intrinsic")
-
-# The paper's Table 1 (baseline, intrinsic memory), for orientation only: other models, tasks.
-PAPER_TABLE_1 = {
-    "tokens": (36077, 47830),
-    "turns": (14.3, 16.0),
-    "scalability": (3.75, 7.0),
-    "reliability": (2.37, 4.9),
-    "usability": (3.25, 4.9),
-    "cost_effectiveness": (2.37, 4.7),
-    "documentation": (3.87, 5.4),
-}
-
-
-def system_of(row: dict[str, Any]) -> str:
-    return "intrinsic" if row["condition"]["memory_mode"] == "intrinsic" else "baseline"
-
-
-@dataclass
-class Comparison:
-    metric: Metric
-    baseline: Summary
-    intrinsic: Summary
-    p: float | None
-
-
-@dataclass
-class Cell:
-    """One comparison: intrinsic memory with a template and budget against the baseline
-    with the same budget (the baseline has no memory, so no template)."""
-
-    template: str
-    budget: int
-    baseline: list[dict[str, Any]] = field(default_factory=list)
-    intrinsic: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def label(self) -> str:
-        return f"template {self.template} · budget {self.budget}"
-
-    @property
-    def suffix(self) -> str:
-        return f"{self.template}-b{self.budget}"
-
-    def runs(self, system: str) -> list[dict[str, Any]]:
-        return self.baseline if system == "baseline" else self.intrinsic
-
-    def compare(self) -> list[Comparison]:
-        out = []
-        for metric in metrics_for(self.baseline + self.intrinsic):
-            b = [metric.get(r) for r in self.baseline]
-            i = [metric.get(r) for r in self.intrinsic]
-            b_vals = [v for v in b if v is not None]
-            i_vals = [v for v in i if v is not None]
-            out.append(
-                Comparison(metric, summarize(b_vals), summarize(i_vals), ranksum_p(b_vals, i_vals))
-            )
-        return out
-
-    def token_ratio(self) -> float | None:
-        rows = {c.metric.name: c for c in self.compare()}
-        tokens = rows["tokens"]
-        return ratio(tokens.intrinsic.mean, tokens.baseline.mean)
-
-
-def cells(rows: list[dict[str, Any]]) -> list[Cell]:
-    """Comparison cells, one per (template, budget) of the intrinsic runs."""
-    intrinsic = [r for r in rows if system_of(r) == "intrinsic"]
-    baseline = [r for r in rows if system_of(r) == "baseline"]
-    combos = sorted(
-        {(r["condition"]["template"], r["condition"]["token_budget"]) for r in intrinsic}
-    )
-    if not combos:
-        combos = sorted({("-", r["condition"]["token_budget"]) for r in baseline})
-    found = []
-    for template, budget in combos:
-        cell = Cell(template, budget)
-        cell.baseline = _by_seed([r for r in baseline if r["condition"]["token_budget"] == budget])
-        cell.intrinsic = _by_seed(
-            [
-                r
-                for r in intrinsic
-                if (r["condition"]["template"], r["condition"]["token_budget"])
-                == (template, budget)
-            ]
-        )
-        found.append(cell)
-    return found
-
-
-def _by_seed(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return sorted(rows, key=lambda r: r["condition"]["seed"])
-
-
-# ----------------------------------------------------------------------------- formatting
-
-
-def fmt(value: float | None, spec: str = ",.1f") -> str:
-    return "n/a" if value is None else format(value, spec)
-
-
-def fmt_p(p: float | None) -> str:
-    if p is None:
-        return "n/a"
-    return "<0.001" if p < 0.001 else f"{p:.3g}"
-
-
-def fmt_ratio(r: float | None) -> str:
-    return "n/a" if r is None else f"{r:.2f} ({(r - 1) * 100:+.0f}%)"
-
-
-def _status_counts(runs: Iterable[dict[str, Any]]) -> str:
-    counts = Counter(r["status"] for r in runs)
-    return ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "none"
-
-
-def _judge_failures(runs: list[dict[str, Any]]) -> int:
-    return sum((r.get("judge") or {}).get("status") != "ok" for r in runs)
-
-
-def _judge_warnings(runs: list[dict[str, Any]]) -> int:
-    return sum(
-        bool((r.get("judge") or {}).get("warnings"))
-        for r in runs
-        if (r.get("judge") or {}).get("status") == "ok"
-    )
-
-
-def _scores(row: dict[str, Any]) -> str:
-    verdict = row.get("judge") or {}
-    if verdict.get("status") != "ok":
-        return f"failed ({verdict.get('attempts', 0)} attempts)"
-    mark = " ⚠" if verdict.get("warnings") else ""
-    return "/".join(str(verdict["scores"][m]) for m in METRICS) + mark
-
-
-def _cov(row: dict[str, Any], field_name: str = "coverage") -> str:
-    c = row.get(field_name) or {}
-    if c.get("score") is None:
-        return "n/a"
-    return f"{len(c['covered'])}/{c['checked']}"
-
-
-# ----------------------------------------------------------------------------- terminal
-
-
-def comparison_table(cell: Cell) -> Table:
-    """Table 1 of the paper, for this cell: mean ± sd and median per system, p-value."""
-    table = Table(
-        title=f"Intrinsic memory vs baseline · {cell.label}",
-        caption=(
-            f"runs: baseline {len(cell.baseline)} ({_status_counts(cell.baseline)}), "
-            f"intrinsic {len(cell.intrinsic)} ({_status_counts(cell.intrinsic)}) · "
-            f"failed judge verdicts (excluded): {_judge_failures(cell.baseline)} baseline, "
-            f"{_judge_failures(cell.intrinsic)} intrinsic · degenerate-looking verdicts: "
-            f"{_judge_warnings(cell.baseline) + _judge_warnings(cell.intrinsic)} · "
-            f"token ratio intrinsic/baseline {fmt_ratio(cell.token_ratio())} (paper +32%)"
-        ),
-    )
-    table.add_column("Metric", no_wrap=True)
-    table.add_column("Baseline\nmean ± sd", justify="right", no_wrap=True)
-    table.add_column("Intrinsic\nmean ± sd", justify="right", no_wrap=True)
-    table.add_column("median\nB / I", justify="right", no_wrap=True)
-    table.add_column("p\nrank-sum", justify="right", no_wrap=True)
-    for c in cell.compare():
-        style = "bold" if c.metric.name in ("tokens", "coverage", "judge_mean") else None
-        table.add_row(
-            c.metric.terminal_label,
-            _pm(c.baseline, c.metric.fmt),
-            _pm(c.intrinsic, c.metric.fmt),
-            f"{fmt(c.baseline.median, c.metric.fmt)} / {fmt(c.intrinsic.median, c.metric.fmt)}",
-            fmt_p(c.p),
-            style=style,
-        )
-    return table
-
-
-def terminal_view(rows: list[dict[str, Any]]) -> Group:
-    parts: list[Any] = [comparison_table(c) for c in cells(rows)]
-    if not parts:
-        parts = [Text("no finished runs stored yet")]
-    return Group(*parts)
-
-
-def print_report(console: Console, rows: list[dict[str, Any]]) -> None:
-    console.print(terminal_view(rows))
-
-
-# ----------------------------------------------------------------------------- Markdown
 
 
 def _md_table(header: list[str], body: list[list[str]], align: str = "") -> list[str]:
@@ -219,15 +40,29 @@ def _md_table(header: list[str], body: list[list[str]], align: str = "") -> list
     return lines
 
 
-def _comparison_md(cell: Cell, plots: dict[str, str], requirements: dict[str, str]) -> list[str]:
+def _comparison_md(
+    cell: Cell,
+    plots: dict[str, str],
+    requirements: dict[str, str],
+    calibration: dict[str, Any] | None = None,
+    note: str = "",
+) -> list[str]:
     lines = [f"## Results: {cell.label}", ""]
     lines.append(
-        f"Runs: baseline {len(cell.baseline)} ({_status_counts(cell.baseline)}); "
-        f"intrinsic {len(cell.intrinsic)} ({_status_counts(cell.intrinsic)}). "
+        f"Runs: baseline {len(cell.baseline)} ({status_counts(cell.baseline)}); "
+        f"intrinsic {len(cell.intrinsic)} ({status_counts(cell.intrinsic)}). "
         f"Failed judge verdicts (excluded from the judge rows): baseline "
-        f"{_judge_failures(cell.baseline)}, intrinsic {_judge_failures(cell.intrinsic)}."
+        f"{judge_failures(cell.baseline)}, intrinsic {judge_failures(cell.intrinsic)}."
     )
-    warned = _judge_warnings(cell.baseline) + _judge_warnings(cell.intrinsic)
+    lines += ["", calibration_line(calibration, note) + "."]
+    if calibration is not None and calibration["analysis"]["verdict"]["discriminates"] is False:
+        lines += [
+            "",
+            "**Caution:** on the calibration set this judge cannot tell the reference design "
+            "from degraded ones (see Judge calibration), so its rows below should not carry a "
+            "conclusion; lean on the objective metrics.",
+        ]
+    warned = judge_warnings(cell.baseline) + judge_warnings(cell.intrinsic)
     if warned:
         lines += [
             "",
@@ -330,12 +165,12 @@ def _ablation_md(all_cells: list[Cell], plots: dict[str, str]) -> list[str]:
             seen_baselines.add(cell.budget)
             body.append(
                 [f"baseline · budget {cell.budget}", str(len(cell.baseline))]
-                + [_pm(comps[k].baseline, comps[k].metric.fmt) for k in keys]
+                + [mean_sd(comps[k].baseline, comps[k].metric.fmt) for k in keys]
             )
         body.append(
             [f"intrinsic · {cell.label}", str(len(cell.intrinsic))]
             + [
-                f"{_pm(comps[k].intrinsic, comps[k].metric.fmt)} (p {fmt_p(comps[k].p)})"
+                f"{mean_sd(comps[k].intrinsic, comps[k].metric.fmt)} (p {fmt_p(comps[k].p)})"
                 for k in keys
             ]
         )
@@ -343,12 +178,6 @@ def _ablation_md(all_cells: list[Cell], plots: dict[str, str]) -> list[str]:
     if "ablation" in plots:
         lines += ["", f"![Ablation]({plots['ablation']})"]
     return lines
-
-
-def _pm(s: Summary, spec: str) -> str:
-    if s.mean is None:
-        return "n/a"
-    return f"{fmt(s.mean, spec)} ± {fmt(s.std, spec)}" if s.std is not None else fmt(s.mean, spec)
 
 
 def _config_md(config: dict[str, Any] | None, rows: list[dict[str, Any]]) -> list[str]:
@@ -442,8 +271,9 @@ def _runs_md(rows: list[dict[str, Any]]) -> list[str]:
                 str(r["turns"]),
                 f"{tokens.get('input_tokens', 0) + tokens.get('output_tokens', 0):,}",
                 f"{r['wall_seconds']:.1f}",
-                _cov(r) + (f" · LLM {_cov(r, 'coverage_llm')}" if r.get("coverage_llm") else ""),
-                _scores(r),
+                coverage_text(r)
+                + (f" · LLM {coverage_text(r, 'coverage_llm')}" if r.get("coverage_llm") else ""),
+                scores_text(r),
             ]
         )
     lines += _md_table(
@@ -483,14 +313,21 @@ def _runs_md(rows: list[dict[str, Any]]) -> list[str]:
         v = r.get("judge") or {}
         if v.get("status") != "ok":
             continue
-        lines += [f"<details><summary><code>{r['thread_id']}</code>: {_scores(r)}</summary>", ""]
+        lines += [
+            f"<details><summary><code>{r['thread_id']}</code>: {scores_text(r)}</summary>",
+            "",
+        ]
         lines += [f"- **{LABELS[m]} {v['scores'][m]}**: {v['rationales'][m]}" for m in METRICS]
         lines += ["", "</details>", ""]
     return lines
 
 
 def markdown_report(
-    rows: list[dict[str, Any]], config: dict[str, Any] | None, plots: dict[str, dict[str, str]]
+    rows: list[dict[str, Any]],
+    config: dict[str, Any] | None,
+    plots: dict[str, dict[str, str]],
+    calibration: dict[str, Any] | None = None,
+    note: str = "",
 ) -> str:
     all_cells = cells(rows)
     title = "Evaluation: intrinsic memory agents vs the memoryless baseline"
@@ -508,21 +345,40 @@ def markdown_report(
         "rank-sum test (scipy.stats.ranksums, normal approximation), as in the paper. "
         "Requirement coverage (primary: the deterministic evidence check of the task's keyword "
         "groups) is the share of the task's requirements the final design addresses. Judge "
-        "scores are 1-10; failed verdicts are counted and left out.",
+        "scores are 1-10; failed verdicts are counted and left out. Content metrics (no "
+        "model): brief figures stated (the task's key figures found in design.md, in "
+        "design.json, in both; conflicts: the spec's field for a figure holds another number), "
+        "parroting (share of word 8-grams copied verbatim from the brief, the instructions or "
+        "earlier turns; per turn, averaged per run, and for the final design) and repetition "
+        "(share of a turn's 8-grams repeating the same agent's earlier turns).",
         "",
     ]
     lines += _config_md(config, rows)
+    lines += ["", *_calibration_section(calibration, note)]
     for cell in all_cells:
         requirements = (config or {}).get("requirements", {})
-        lines += ["", *_comparison_md(cell, plots.get(cell.suffix, {}), requirements)]
+        lines += [
+            "",
+            *_comparison_md(cell, plots.get(cell.suffix, {}), requirements, calibration, note),
+        ]
     if len(all_cells) > 1:
         lines += ["", *_ablation_md(all_cells, plots.get("_all", {}))]
     lines += ["", *_runs_md(rows)]
     return "\n".join(lines).rstrip() + "\n"
 
 
+def _calibration_section(calibration: dict[str, Any] | None, note: str) -> list[str]:
+    if calibration is None:
+        return ["## Judge calibration", "", f"None: {note or 'no calibration file'}."]
+    return calibration_md(calibration, level=2)
+
+
 def write_report(
-    directory: Path, rows: list[dict[str, Any]], config: dict[str, Any] | None
+    directory: Path,
+    rows: list[dict[str, Any]],
+    config: dict[str, Any] | None,
+    calibration: dict[str, Any] | None = None,
+    note: str = "",
 ) -> dict[str, Any]:
     """report.md and the PNG plots in `directory`; returns their paths."""
     from ima.evals import plots as plotting
@@ -542,5 +398,5 @@ def write_report(
         }
     made = {k: {n: p for n, p in v.items() if p} for k, v in made.items()}
     report = directory / REPORT_FILE
-    write_text_atomic(report, markdown_report(rows, config, made))
+    write_text_atomic(report, markdown_report(rows, config, made, calibration, note))
     return {"report": report, "plots": [directory / p for v in made.values() for p in v.values()]}

@@ -20,6 +20,7 @@ from typing import Any
 
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
+from ima.evals.content_runs import run_content
 from ima.evals.coverage import evidence_coverage, llm_coverage
 from ima.evals.judge import MAX_ATTEMPTS, judge_design
 from ima.evals.store import CONFIG_FILE, ResultsStore, read_config, write_json_atomic
@@ -38,7 +39,6 @@ from ima.tasks import Task, load_task
 
 DB_FILE = "ima.sqlite"
 RUNS_DIR = "runs"
-SYSTEM_MODES = {"intrinsic": "intrinsic", "baseline": "none"}
 # Settings that may differ between invocations on one eval directory (they define runs).
 PER_RUN = ("template", "token_budget", "seed")
 
@@ -262,7 +262,7 @@ class Evaluation:
         if values.get("status") not in FINISHED:
             raise RuntimeError(f"run {thread} stopped with status {values.get('status')!r}")
         notify(Event("judge", run, {"thread": thread}))
-        row = self.assess(run, record)
+        row = self.assess(run, record, values)
         self.store.append(row)
         return row
 
@@ -283,8 +283,11 @@ class Evaluation:
 
     # -- assessment
 
-    def assess(self, run: PlannedRun, record: RunRecord) -> dict[str, Any]:
-        """Judge the run's final design and measure it; the results.jsonl row."""
+    def assess(
+        self, run: PlannedRun, record: RunRecord, values: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Judge the run's final design and measure it; the results.jsonl row. `values`,
+        the run's final state, gives the content metrics its transcript."""
         out = Path(record.out_dir)
         info = json.loads((out / "run.json").read_text(encoding="utf-8"))
         design = _read(out / "design.md")
@@ -333,6 +336,7 @@ class Evaluation:
             "spec_valid": info.get("spec_valid"),
             "coverage": coverage,
             "coverage_llm": checked,
+            "content": run_content(self.task, out, values),
             "judge": verdict,
             "out_dir": str(out),
             "finished_at": datetime.now().isoformat(timespec="seconds"),

@@ -45,11 +45,13 @@ def prompt_parts(name: str, **fields: object) -> tuple[str, Callable[[str], str]
 
 
 def zero_usage() -> CallUsage:
-    return CallUsage(input_tokens=0, output_tokens=0, calls=0, seconds=0.0, estimated_calls=0)
+    return CallUsage(
+        input_tokens=0, output_tokens=0, calls=0, seconds=0.0, estimated_calls=0, cached_tokens=0
+    )
 
 
 def add_usage(a: CallUsage, b: CallUsage) -> CallUsage:
-    return CallUsage(**{k: a[k] + b[k] for k in a})  # type: ignore[literal-required,typeddict-item]
+    return CallUsage(**{k: a.get(k, 0) + b.get(k, 0) for k in a})  # type: ignore[typeddict-item]
 
 
 def _as_message(out: dict[str, Any]) -> AIMessage:

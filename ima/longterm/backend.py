@@ -8,6 +8,7 @@ import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 from langgraph.store.sqlite import SqliteStore
 
@@ -60,11 +61,30 @@ class SqliteBackend:
                 conn.close()
 
 
-def open_sqlite(path: str | Path, timeout: float = 30.0) -> SqliteBackend:
-    """Open (creating if needed) the store file; MemoryUnavailable if it cannot be used."""
+def _connect_read_only(path: Path, timeout: float) -> sqlite3.Connection:
+    """A connection that never writes (`immutable` where not even the WAL index may be made)."""
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True, timeout=timeout, check_same_thread=False)
+        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+    except sqlite3.OperationalError:
+        conn = sqlite3.connect(uri + "&immutable=1", uri=True, check_same_thread=False)
+    return conn
+
+
+def open_sqlite(path: str | Path, timeout: float = 30.0, read_only: bool = False) -> SqliteBackend:
+    """Open (creating if needed) the store file; MemoryUnavailable if it cannot be used.
+    `read_only` (for inspection) never writes and never creates anything."""
     path = Path(path)
     opened: list[sqlite3.Connection] = []
     try:
+        if read_only:
+            opened += [_connect_read_only(path, timeout), _connect_read_only(path, timeout)]
+            store = SqliteStore(opened[0])
+            store.is_setup = True  # an existing store's tables (nothing is created read-only)
+            revisions = SqliteRevisionLog(opened[1], create=False)
+            register(store, revisions)
+            return SqliteBackend(path, store, revisions)
         path.parent.mkdir(parents=True, exist_ok=True)
         with _setup_lock(path):  # a new file's WAL switch and schema: one opener at a time
             opened.append(_connect(path, timeout))

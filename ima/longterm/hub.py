@@ -89,12 +89,19 @@ class MemoryHub:
 
     @classmethod
     def open(
-        cls, path: str | Path, principal: str, *, timeout: float = 30.0, **kwargs: Any
+        cls,
+        path: str | Path,
+        principal: str,
+        *,
+        timeout: float = 30.0,
+        read_only: bool = False,
+        **kwargs: Any,
     ) -> MemoryHub:
-        """A hub on a SQLite file (created if missing); MemoryUnavailable if unusable."""
+        """A hub on a SQLite file (created if missing, unless `read_only`); MemoryUnavailable
+        if unusable."""
         from ima.longterm.backend import open_sqlite
 
-        backend = open_sqlite(path, timeout)
+        backend = open_sqlite(path, timeout, read_only)
         try:
             hub = cls(backend.store, principal, revisions=backend.revisions, **kwargs)
         except BaseException:

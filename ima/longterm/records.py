@@ -86,9 +86,6 @@ class ScopeDoc:
             rev=rev,
         )
 
-    def active(self) -> list[Item]:
-        return [i for i in self.items.values() if not i.superseded_by]
-
 
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
 _MARKUP = re.compile(r"(?<!\w)[*_`~]+|[*_`~]+(?!\w)")  # emphasis marks, not snake_case

@@ -51,10 +51,14 @@ def _ns(namespace: Namespace) -> str:
 class SqliteRevisionLog:
     TABLE = "ima_longterm_revisions"
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, create: bool = True) -> None:
         self.conn = conn  # autocommit (isolation_level=None), not shared with the store
         self.lock = threading.Lock()  # one connection, many threads: serialise its use
-        conn.execute(
+        if create:
+            self._create()
+
+    def _create(self) -> None:
+        self.conn.execute(
             f"CREATE TABLE IF NOT EXISTS {self.TABLE} ("
             "namespace TEXT NOT NULL, key TEXT NOT NULL, rev INTEGER NOT NULL, "
             "body TEXT NOT NULL, writer TEXT NOT NULL, at REAL NOT NULL, "

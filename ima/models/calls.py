@@ -34,12 +34,14 @@ def call_model(
     text = reply.content if isinstance(reply.content, str) else str(reply.content)
     counts = getattr(reply, "usage_metadata", None)
     if counts:
+        details = counts.get("input_token_details") or {}
         usage = CallUsage(
             input_tokens=counts["input_tokens"],
             output_tokens=counts["output_tokens"],
             calls=1,
             seconds=seconds,
             estimated_calls=0,
+            cached_tokens=int(details.get("cache_read") or 0),  # served from a prompt cache
         )
     else:  # the backend reports nothing: estimate with tiktoken and say so
         usage = CallUsage(
@@ -48,5 +50,6 @@ def call_model(
             calls=1,
             seconds=seconds,
             estimated_calls=1,
+            cached_tokens=0,
         )
     return text.strip(), usage

@@ -95,11 +95,14 @@ def compact_thread(saver: SqliteSaver, graph: CompiledStateGraph, config: Any) -
 
 
 @contextmanager
-def open_checkpointer(path: Path) -> Iterator[SqliteSaver]:
-    conn = connect(path)
+def open_checkpointer(path: Path, *, read_only: bool = False) -> Iterator[SqliteSaver]:
+    conn = connect(path, read_only=read_only)
     try:
         saver = Checkpointer(conn, serde=CompressedSerializer())
-        saver.setup()
+        if read_only:
+            saver.is_setup = True  # the tables exist, or there is nothing to read
+        else:
+            saver.setup()
         yield saver
     finally:
         conn.close()

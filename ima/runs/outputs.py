@@ -2,30 +2,59 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
 from typing import Any
 
+from ima.core.errors import UserError
 from ima.core.state import CallUsage
 
 
+class OutputsNotWritten(Exception):
+    """A run ended but its files could not be written; its checkpoint still holds them."""
+
+
 def _write_atomic(path: Path, text: str) -> None:
+    """A finished file or none: a temporary file beside it, renamed; removed on failure."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)  # never a half-written file
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def check_output_dir(path: Path) -> None:
+    """Fail before a run starts when its outputs could not be written there."""
+    probe = path / f".ima-write-test-{os.getpid()}"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            probe.unlink(missing_ok=True)
+        why = (
+            "a file is in the way"
+            if isinstance(exc, FileExistsError | NotADirectoryError)
+            else (exc.strerror or str(exc))
+        )
+        raise UserError(f"cannot write outputs to {path}: {why} (choose another --out)") from None
 
 
 def usage_totals(usage: dict[str, dict[str, CallUsage]]) -> dict[str, Any]:
     """Usage per agent, per call kind and overall, from the state's per-role-and-kind sums."""
     by_kind: dict[str, dict[str, float]] = {}
     by_agent: dict[str, dict[str, float]] = {}
-    keys = ("input_tokens", "output_tokens", "calls", "seconds", "estimated_calls")
+    keys = ("input_tokens", "output_tokens", "calls", "seconds", "estimated_calls", "cached_tokens")
     for role, kinds in usage.items():
         for kind, u in kinds.items():
             for bucket in (by_kind.setdefault(kind, {}), by_agent.setdefault(role, {})):
-                for k in keys:
-                    bucket[k] = bucket.get(k, 0) + u[k]  # type: ignore[literal-required]
+                for k in keys:  # cached_tokens: absent in runs made before it was recorded
+                    bucket[k] = bucket.get(k, 0) + u.get(k, 0)  # type: ignore[misc]
     total = {k: sum(b.get(k, 0) for b in by_kind.values()) for k in keys}
     return {"total": total, "by_kind": by_kind, "by_agent": by_agent, "by_agent_and_kind": usage}
 
@@ -52,10 +81,20 @@ def run_record(record: Any, values: dict[str, Any]) -> dict[str, Any]:
 
 
 def write_outputs(out_dir: Path, record: dict[str, Any], values: dict[str, Any]) -> Path:
-    out_dir.mkdir(parents=True, exist_ok=True)
+    """design.md, design.json (when the run has a final design) and run.json, each written
+    atomically; OutputsNotWritten names the folder and the reason."""
     final = values.get("final") or {}
-    if final:
-        _write_atomic(out_dir / "design.md", final.get("markdown", "") + "\n")
-        _write_atomic(out_dir / "design.json", json.dumps(final.get("spec"), indent=2) + "\n")
-    _write_atomic(out_dir / "run.json", json.dumps(record, indent=2) + "\n")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        if final:
+            _write_atomic(out_dir / "design.md", final.get("markdown", "") + "\n")
+            _write_atomic(out_dir / "design.json", json.dumps(final.get("spec"), indent=2) + "\n")
+        _write_atomic(out_dir / "run.json", json.dumps(record, indent=2) + "\n")
+    except OSError as exc:
+        raise OutputsNotWritten(f"cannot write to {out_dir}: {exc.strerror or exc}") from None
     return out_dir
+
+
+def outputs_missing(out_dir: Path, values: dict[str, Any]) -> bool:
+    names = ["run.json"] + (["design.md", "design.json"] if values.get("final") else [])
+    return not all((out_dir / name).exists() for name in names)

@@ -33,6 +33,7 @@ class RunRecord:
     wall_seconds: float = 0.0
     pid: int = 0
     keep_history: bool = False  # keep every step's checkpoint after the run ends
+    brief: str = ""  # the brief that replaced the task's description ("" = the task's)
 
     def run_context(self) -> RunContext:
         """The run's settings, as they were when it started (resume uses the same)."""
@@ -62,12 +63,14 @@ def _alive(pid: int) -> bool:
 class RunRegistry:
     """The `ima_runs` table: one row per thread."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.path = path
-        self.conn = connect(path, autocommit=True)
-        self.conn.execute(
-            "CREATE TABLE IF NOT EXISTS ima_runs (thread_id TEXT PRIMARY KEY, record TEXT NOT NULL)"
-        )
+        self.conn = connect(path, autocommit=True, read_only=read_only)
+        if not read_only:
+            self.conn.execute(
+                "CREATE TABLE IF NOT EXISTS ima_runs "
+                "(thread_id TEXT PRIMARY KEY, record TEXT NOT NULL)"
+            )
 
     def close(self) -> None:
         self.conn.close()

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
 import secrets
+import sqlite3
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -20,7 +22,7 @@ from ima.method.agent_context import build_turn_prompt
 from ima.method.schedule import initial_position
 from ima.models import agent_model, memory_model
 from ima.runs.checkpoints import compact_thread, open_checkpointer
-from ima.runs.outputs import run_record, write_outputs
+from ima.runs.outputs import check_output_dir, run_record, write_outputs
 from ima.runs.registry import RunRecord, RunRegistry
 from ima.tasks import Task, load_task
 
@@ -56,8 +58,23 @@ def validate_settings(task: Task, memory_mode: str, settings: RunContext, brief:
     memory_model(settings)
 
 
+# A thread id names the run's output folder: one path component, never a way out of --out.
+THREAD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def check_thread_id(thread_id: str) -> None:
+    if not THREAD_ID.fullmatch(thread_id) or ".." in thread_id:
+        shown = thread_id if len(thread_id) <= 40 else thread_id[:40] + "..."
+        raise UserError(
+            f"invalid thread id {shown!r}: use 1-100 letters, digits, '.', '-' or '_', starting "
+            "with a letter or digit (it names the run's output folder)"
+        )
+
+
 def new_thread_id(task: Task) -> str:
-    return f"{task.id}-{datetime.now():%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+    # Date and time joined by a dot: as 14 digits with a dash, one id in ten passed a card
+    # number's checksum, and long-term memory's screen refused to learn from that run.
+    return f"{task.id}-{datetime.now():%Y%m%d.%H%M%S}-{secrets.token_hex(2)}"
 
 
 def create_run(
@@ -74,9 +91,11 @@ def create_run(
     """Validate everything and register a new run; nothing is written if anything is wrong."""
     task = load_task(task_ref)
     validate_settings(task, memory_mode, settings, brief or task.description)
+    thread_id = thread_id or new_thread_id(task)
+    check_thread_id(thread_id)
+    check_output_dir(out_root / thread_id)  # no conversation is spent on unwritable results
     registry = RunRegistry(db)
     try:
-        thread_id = thread_id or new_thread_id(task)
         if registry.find(thread_id):
             raise UserError(
                 f"thread {thread_id!r} already exists: continue it with `ima resume {thread_id}` "
@@ -94,6 +113,7 @@ def create_run(
             out_dir=str((out_root / thread_id).resolve()),
             pid=os.getpid(),
             keep_history=keep_history,
+            brief=brief,
         )
         registry.save(record)
         return record
@@ -108,7 +128,6 @@ def execute(
     record: RunRecord,
     db: Path,
     listener: Listener | None = None,
-    brief: str = "",
     reviewer: Reviewer | None = None,
     answer: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
@@ -119,7 +138,7 @@ def execute(
     """
     task = load_task(record.task_ref)
     registry = RunRegistry(db)
-    started = time.perf_counter()
+    started, spent = time.perf_counter(), record.wall_seconds
     record.pid, record.status = os.getpid(), "running"
     registry.save(record)
     try:
@@ -129,7 +148,10 @@ def execute(
             graph = compile_graph(task, record.memory_mode, checkpointer=saver, store=lt.store)  # type: ignore[arg-type]
             config: Any = {"configurable": {"thread_id": record.thread_id}}
             snapshot = graph.get_state(config)
-            payload: Any = ({"brief": brief} if brief else {}) if not snapshot.values else None
+            # The brief is part of the record, so a run interrupted before its first
+            # checkpoint still starts with it.
+            start = {"brief": record.brief} if record.brief else {}
+            payload: Any = start if not snapshot.values else None
             if answer is not None:
                 payload = Command(resume=answer)
             while True:
@@ -140,6 +162,9 @@ def execute(
                     stream_mode="updates",
                     durability="sync",
                 ):
+                    # Time spent so far, kept step by step: a killed process's share counts.
+                    record.wall_seconds = spent + time.perf_counter() - started
+                    registry.save(record)
                     for node, update in chunk.items():
                         if listener and isinstance(update, dict):
                             listener(node, update)
@@ -160,7 +185,7 @@ def execute(
         record.status = "interrupted"
         raise
     finally:
-        record.wall_seconds += time.perf_counter() - started
+        record.wall_seconds = spent + time.perf_counter() - started
         registry.save(record)
         registry.close()
     write_outputs(
@@ -172,6 +197,8 @@ def execute(
 def pending_review(record: RunRecord, db: Path) -> dict[str, Any] | None:
     """The question a paused run is waiting on, if any."""
     snapshot = _snapshot(record, db)
+    if snapshot is None:
+        return None
     return next((i.value for t in snapshot.tasks for i in t.interrupts), None)
 
 
@@ -183,11 +210,30 @@ def resumable(record: RunRecord) -> None:
 
 
 def load_state(record: RunRecord, db: Path) -> dict[str, Any]:
-    return dict(_snapshot(record, db).values)
+    snapshot = _snapshot(record, db)
+    return dict(snapshot.values) if snapshot else {}
 
 
-def _snapshot(record: RunRecord, db: Path) -> StateSnapshot:
-    """The thread's latest state, read through the graph it was built with."""
-    with open_checkpointer(db) as saver:
+def _snapshot(record: RunRecord, db: Path) -> StateSnapshot | None:
+    """The thread's latest state, read through the graph it was built with (read-only);
+    None when no run in this database has written a checkpoint yet."""
+    with open_checkpointer(db, read_only=True) as saver:
         graph = compile_graph(load_task(record.task_ref), record.memory_mode, checkpointer=saver)  # type: ignore[arg-type]
-        return graph.get_state({"configurable": {"thread_id": record.thread_id}})
+        try:
+            return graph.get_state({"configurable": {"thread_id": record.thread_id}})
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return None
+            raise
+
+
+def export_outputs(record: RunRecord, db: Path, out_dir: Path | None = None) -> Path:
+    """Write a run's design and run record again from its checkpoint (atomically), to its
+    own output folder or to `out_dir`/THREAD."""
+    values = load_state(record, db)
+    if not values:
+        raise UserError(f"run {record.thread_id} has no checkpoint yet: nothing to export")
+    target = out_dir / record.thread_id if out_dir else Path(record.out_dir)
+    long_term = dict(values.get("long_term") or {})
+    block = {"start": long_term.get("start", {}), "learned": long_term.get("learned", {})}
+    return write_outputs(target, run_record(record, values) | {"long_term": block}, values)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
+from urllib.parse import quote
 
 from ima.core.errors import UserError
 
@@ -16,8 +17,13 @@ def default_db() -> Path:
     return Path(os.environ.get("IMA_DB") or DEFAULT_DB)
 
 
-def connect(path: Path, *, autocommit: bool = False) -> sqlite3.Connection:
-    """A connection with WAL and a 30 s busy timeout; UserError if the path is unusable."""
+def connect(path: Path, *, autocommit: bool = False, read_only: bool = False) -> sqlite3.Connection:
+    """A connection with WAL and a 30 s busy timeout; UserError if the path is unusable.
+
+    `read_only` never writes, so commands that only read work on a file nobody may write.
+    """
+    if read_only:
+        return _connect_read_only(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(
@@ -37,3 +43,19 @@ def connect(path: Path, *, autocommit: bool = False) -> sqlite3.Connection:
             f"cannot open database {path}: {exc} (choose another path with --db)"
         ) from None
     return conn
+
+
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    # mode=ro still needs the WAL index beside the file; where nothing may be created there
+    # (a read-only folder or file system), `immutable` reads the file as it is.
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+    for suffix in ("", "&immutable=1"):
+        try:
+            conn = sqlite3.connect(uri + suffix, uri=True, timeout=30, check_same_thread=False)
+            conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+            return conn
+        except sqlite3.OperationalError as exc:
+            last = exc
+        except sqlite3.DatabaseError as exc:
+            raise UserError(f"cannot read database {path}: {exc} (choose another --db)") from None
+    raise UserError(f"cannot read database {path}: {last} (choose another --db)") from None

