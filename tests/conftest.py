@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -92,12 +93,13 @@ def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp
 
 def md_table(report: str, first_header: str) -> dict[str, dict[str, str]]:
     """The Markdown table whose header starts with `first_header`: each row's cells by
-    column name (repeated names get the column number), keyed by the first cell."""
+    column name (repeated names get the column number), keyed by the first cell's text."""
     lines = report[report.index(f"| {first_header} |") :].split("\n\n")[0].splitlines()
     header = [c.strip() for c in lines[0].strip("|").split("|")]
     names = [h if header.count(h) == 1 else f"{h}{i}" for i, h in enumerate(header)]
     table = {}
     for line in lines[2:]:
         cells = [c.strip() for c in line.strip("|").split("|")]
-        table[cells[0]] = dict(zip(names, cells, strict=True))
+        key = re.sub(r"^\[(.*)\]\(.*\)$", r"\1", cells[0])  # a link: its text
+        table[key] = dict(zip(names, cells, strict=True))
     return table

@@ -63,8 +63,11 @@ def test_show_and_runs(cli):
     assert {"turn", "speaker", "content", "flags"} <= set(first) and first["speaker"] == "CDA"
     assert {"text", "template", "version"} <= set(shown["memories"]["DEA"])
     assert shown["usage"]["by_kind"]["agent_turn"]["calls"] == len(shown["transcript"])
+    # The scripted agents quote the brief verbatim: parroting is measured, not guessed.
+    assert shown["content"]["parroting_turns_pct"] > 20
+    assert shown["content"]["figures_in_design"].endswith("/24")
     code, out, _ = cli("show", "s1")
-    assert code == 0 and "DEA memory" in out and "Token usage" in out
+    assert code == 0 and "DEA memory" in out and "Token usage" in out and "parroting" in out
     code, out, _ = cli("runs", "--json")
     assert json.loads(out) == [
         {

@@ -111,6 +111,9 @@ def test_two_pair_eval_writes_store_report_and_plots(ima_eval, tmp_path, task):
     assert f"judge {sum(tokens_of(r['judge']['usage']) for r in stored):,} tokens" in report
     for png in ("judge_scores.png", "objective.png"):
         assert (out / png).read_bytes().startswith(PNG)
+    for row in stored:  # every run links to its own HTML page
+        link = f"(runs/{row['thread_id']}/view.html)"
+        assert link in report and (out / link[1:-1]).read_text().startswith("<!doctype html>")
     assert "Intrinsic memory vs baseline" in result.output  # the terminal table
     assert "Judge mean" in result.output
 

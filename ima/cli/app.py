@@ -19,8 +19,10 @@ from rich.text import Text
 from ima.cli import display
 from ima.cli.evaluate import eval_app
 from ima.cli.memory import memory_app
+from ima.cli.options import DbOpt, JsonOpt, MemoryModelOpt, ModelOpt, TaskOpt, TurnCapOpt
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
+from ima.evals.content import content_summary, state_content
 from ima.graph.builder import compile_graph
 from ima.models import agent_model, describe_model, memory_model
 from ima.models.errors import describe
@@ -53,13 +55,6 @@ app.add_typer(eval_app, name="eval")
 console = Console()
 err = Console(stderr=True, soft_wrap=True, highlight=False)  # errors stay on one line
 ERROR = Text("error: ", style="red")
-
-DbOpt = Annotated[
-    Path, typer.Option("--db", help="SQLite file for checkpoints and the run list (env IMA_DB).")
-]
-JsonOpt = Annotated[
-    bool, typer.Option("--json", help="Print JSON on stdout for scripts, no live view.")
-]
 
 
 def _db(db: Path | None, must_exist: bool = False) -> Path:
@@ -187,21 +182,12 @@ def _execute(
 
 @app.command()
 def run(
-    task: Annotated[
-        str, typer.Option(help="Task id (see `ima tasks`) or path to a task YAML file.")
-    ] = "data-pipeline",
+    task: TaskOpt = "data-pipeline",
     memory: Annotated[
         str, typer.Option(help="intrinsic (the method) or none (the memoryless baseline).")
     ] = "intrinsic",
-    model: Annotated[
-        str | None,
-        typer.Option(
-            help="embedded, gguf:PATH, ollama:NAME, scripted[:delay=S], or provider:model (env IMA_MODEL)."
-        ),
-    ] = None,
-    memory_model: Annotated[
-        str | None, typer.Option(help="Model for memory updates (default: the agents' model).")
-    ] = None,
+    model: ModelOpt = None,
+    memory_model: MemoryModelOpt = None,
     template: Annotated[
         str | None, typer.Option(help="Memory template: generic, manual or llm (env IMA_TEMPLATE).")
     ] = None,
@@ -209,9 +195,7 @@ def run(
         int | None,
         typer.Option(help="Token budget of each agent's context (env IMA_TOKEN_BUDGET)."),
     ] = None,
-    turn_cap: Annotated[
-        int | None, typer.Option(help="Maximum turns before the run ends (env IMA_TURN_CAP).")
-    ] = None,
+    turn_cap: TurnCapOpt = None,
     seed: Annotated[
         int | None, typer.Option(help="Seed for reproducible runs (env IMA_SEED).")
     ] = None,
@@ -239,7 +223,7 @@ def run(
     out: Annotated[
         Path, typer.Option(help="Directory for outputs; each run writes OUT/THREAD/.")
     ] = Path("runs"),
-    db: DbOpt = None,  # type: ignore[assignment]
+    db: DbOpt = None,
     show_memory: Annotated[
         bool, typer.Option("--show-memory", help="Print every memory rewrite in full.")
     ] = False,
@@ -342,7 +326,7 @@ def resume(
     thread: Annotated[
         str, typer.Argument(help="Thread id of an interrupted run (see `ima runs`).")
     ],
-    db: DbOpt = None,  # type: ignore[assignment]
+    db: DbOpt = None,
     approve: Annotated[
         bool, typer.Option("--approve", help="Approve the pending review (and any later one).")
     ] = False,
@@ -389,7 +373,7 @@ def _export(record: RunRecord, db: Path, out: Path | None) -> None:
 @app.command()
 def export(
     thread: Annotated[str, typer.Argument(help="Thread id (see `ima runs`).")],
-    db: DbOpt = None,  # type: ignore[assignment]
+    db: DbOpt = None,
     out: Annotated[
         Path | None,
         typer.Option(help="Write to OUT/THREAD/ instead of the run's own output folder."),
@@ -409,7 +393,7 @@ def export(
 
 
 @app.command("runs")
-def list_runs(db: DbOpt = None, as_json: JsonOpt = False) -> None:  # type: ignore[assignment]
+def list_runs(db: DbOpt = None, as_json: JsonOpt = False) -> None:
     """List runs with their status (finalized, turn_cap, failed, running, interrupted)."""
     registry = RunRegistry(_db(db, must_exist=True), read_only=True)
     try:
@@ -434,10 +418,11 @@ def list_runs(db: DbOpt = None, as_json: JsonOpt = False) -> None:  # type: igno
 @app.command()
 def show(
     thread: Annotated[str, typer.Argument(help="Thread id (see `ima runs`).")],
-    db: DbOpt = None,  # type: ignore[assignment]
+    db: DbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Print a run's transcript, every agent's memory, token usage and status."""
+    """Print a run's transcript, every agent's memory, token usage, content metrics (figures
+    of the brief the design states, parroting, repetition) and status."""
     path = _db(db, must_exist=True)
     registry = RunRegistry(path, read_only=True)
     try:
@@ -445,16 +430,18 @@ def show(
     finally:
         registry.close()
     values = load_state(record, path)
+    content = content_summary(state_content(load_task(record.task_ref), values))
     if as_json:
-        print(json.dumps(display.show_json(record, values), indent=2))
+        print(json.dumps(display.show_json(record, values) | {"content": content}, indent=2))
     else:
         console.print(display.show_view(record, values))
+        console.print(display.content_table(content))
 
 
 @app.command("view")
 def view_run(
     thread: Annotated[str, typer.Argument(help="Thread id (see `ima runs`).")],
-    db: DbOpt = None,  # type: ignore[assignment]
+    db: DbOpt = None,
     out: Annotated[
         Path | None,
         typer.Option(help="HTML file to write (default: view.html in the run's output folder)."),
@@ -503,9 +490,7 @@ def tasks() -> None:
 
 @app.command()
 def graph(
-    task: Annotated[
-        str, typer.Option(help="Task id or path to a task YAML file.")
-    ] = "data-pipeline",
+    task: TaskOpt = "data-pipeline",
     memory: Annotated[str, typer.Option(help="intrinsic or none.")] = "intrinsic",
 ) -> None:
     """Print the graph as Mermaid text (paste it into any Mermaid viewer)."""

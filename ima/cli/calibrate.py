@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ima.cli.options import JudgeAttemptsOpt
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
 from ima.evals import calibration
@@ -42,9 +43,7 @@ def calibrate_command(
         str, typer.Option(help="Task id or task YAML file; its calibration set is used.")
     ] = "data-pipeline",
     judge_seed: Annotated[int, typer.Option(help="Seed of the first repeat.")] = 0,
-    judge_attempts: Annotated[
-        int, typer.Option(help="Attempts per verdict before it is recorded as failed.")
-    ] = MAX_ATTEMPTS,
+    judge_attempts: JudgeAttemptsOpt = MAX_ATTEMPTS,
     out: Annotated[
         Path | None,
         typer.Option(

@@ -247,3 +247,28 @@ def show_json(record: RunRecord, values: dict[str, Any]) -> dict[str, Any]:
         "usage": usage_totals(values.get("usage", {})),
         "final": values.get("final"),
     }
+
+
+CONTENT_ROWS = {
+    "figures_in_design": "key figures of the brief the design states",
+    "figures_in_spec": "key figures the JSON specification states",
+    "figures_in_both": "key figures in both",
+    "figure_conflicts": "figures where the specification contradicts the design",
+    "parroting_turns_pct": "parroting: share of a turn copied from the brief, prompts or "
+    "earlier turns (%)",
+    "parroting_design_pct": "parroting in the final design (%)",
+    "repetition_turns_pct": "repetition: share of a turn repeating the agent's earlier turns (%)",
+}
+
+
+def content_table(content: dict[str, Any]) -> Table:
+    """Objective content metrics of a run (no LLM): grounding, parroting, repetition."""
+    table = Table(title="Content (8-word phrases; no model involved)")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key, label in CONTENT_ROWS.items():
+        value = content.get(key)
+        if isinstance(value, list):
+            value = ", ".join(map(str, value)) or "none"
+        table.add_row(label, "n/a" if value is None else str(value))
+    return table

@@ -29,6 +29,7 @@ from rich.progress import (
 from rich.text import Text
 
 from ima.cli.calibrate import calibrate_command
+from ima.cli.options import JudgeAttemptsOpt, MemoryModelOpt, ModelOpt, TaskOpt, TurnCapOpt
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
 from ima.evals.calibration import find_calibration
@@ -115,22 +116,13 @@ def _print_outputs(made: dict[str, Any]) -> None:
 
 def eval_command(
     ctx: typer.Context,
-    task: Annotated[
-        str, typer.Option(help="Task id (see `ima tasks`) or path to a task YAML file.")
-    ] = "data-pipeline",
+    task: TaskOpt = "data-pipeline",
     pairs: Annotated[
         int, typer.Option("--pairs", "-n", help="Paired runs per condition (seeds SEED..SEED+N-1).")
     ] = 10,
     seed: Annotated[int, typer.Option(help="First seed of the pairs.")] = 0,
-    model: Annotated[
-        str | None,
-        typer.Option(
-            help="Agents' model: embedded, gguf:PATH, ollama:NAME, scripted, provider:model (env IMA_MODEL)."
-        ),
-    ] = None,
-    memory_model: Annotated[
-        str | None, typer.Option(help="Model for memory updates (default: the agents' model).")
-    ] = None,
+    model: ModelOpt = None,
+    memory_model: MemoryModelOpt = None,
     temperature: Annotated[
         float,
         typer.Option(
@@ -144,9 +136,7 @@ def eval_command(
     judge_seed: Annotated[
         int, typer.Option(help="Seed of the judge (temperature is always 0).")
     ] = 0,
-    judge_attempts: Annotated[
-        int, typer.Option(help="Attempts per verdict before it is recorded as failed.")
-    ] = 3,
+    judge_attempts: JudgeAttemptsOpt = 3,
     template: Annotated[
         str | None,
         typer.Option(
@@ -164,9 +154,7 @@ def eval_command(
             help="Token budget(s) of each agent's context, comma-separated.",
         ),
     ] = None,
-    turn_cap: Annotated[
-        int | None, typer.Option(help="Maximum turns per run (env IMA_TURN_CAP).")
-    ] = None,
+    turn_cap: TurnCapOpt = None,
     llm_coverage: Annotated[
         bool,
         typer.Option(

@@ -4,6 +4,7 @@ and every run's settings, with the box plots."""
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -258,9 +259,10 @@ def _runs_md(rows: list[dict[str, Any]]) -> list[str]:
     ):
         c, s = r["condition"], r.get("settings", {})
         tokens = (r.get("usage") or {}).get("total") or {}
+        thread = f"`{r['thread_id']}`"
         body.append(
             [
-                f"`{r['thread_id']}`",
+                f"[{thread}]({r['view']})" if r.get("view") else thread,
                 system_of(r),
                 c.get("template") or "-",
                 str(c["token_budget"]),
@@ -373,6 +375,12 @@ def _calibration_section(calibration: dict[str, Any] | None, note: str) -> list[
     return calibration_md(calibration, level=2)
 
 
+def _view_link(directory: Path, row: dict[str, Any]) -> str:
+    """The run's HTML page relative to the report, if it was written."""
+    page = Path(row.get("out_dir") or "") / "view.html"
+    return os.path.relpath(page, directory) if row.get("out_dir") and page.exists() else ""
+
+
 def write_report(
     directory: Path,
     rows: list[dict[str, Any]],
@@ -397,6 +405,7 @@ def write_report(
             "ablation": plotting.ablation_boxplot(all_cells, directory / "ablation.png")
         }
     made = {k: {n: p for n, p in v.items() if p} for k, v in made.items()}
+    rows = [r | {"view": _view_link(directory, r)} for r in rows]
     report = directory / REPORT_FILE
     write_text_atomic(report, markdown_report(rows, config, made, calibration, note))
     return {"report": report, "plots": [directory / p for v in made.values() for p in v.values()]}

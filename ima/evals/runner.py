@@ -36,8 +36,10 @@ from ima.runs.runner import (
     validate_settings,
 )
 from ima.tasks import Task, load_task
+from ima.view import write_view
 
 DB_FILE = "ima.sqlite"
+VIEW_FILE = "view.html"
 RUNS_DIR = "runs"
 # Settings that may differ between invocations on one eval directory (they define runs).
 PER_RUN = ("template", "token_budget", "seed")
@@ -317,6 +319,9 @@ class Evaluation:
         write_json_atomic(
             out / "judge.json", {"judge": verdict, "coverage": coverage, "coverage_llm": checked}
         )
+        if values is not None:  # the run's page, linked from report.md
+            roles = {r.id: r.name for r in self.task.roles}
+            write_view(info | {"roles": roles}, values, out / VIEW_FILE)
         usage = info.get("usage") or {}
         return {
             "key": run.key,

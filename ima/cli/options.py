@@ -1,0 +1,33 @@
+"""Command-line options that several commands share, declared once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+TaskOpt = Annotated[
+    str, typer.Option(help="Task id (see `ima tasks`) or path to a task YAML file.")
+]
+ModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Agents' model: embedded, gguf:PATH, ollama:NAME, scripted[:delay=S], or any "
+        "LangChain provider:model (env IMA_MODEL)."
+    ),
+]
+MemoryModelOpt = Annotated[
+    str | None, typer.Option(help="Model for memory updates (default: the agents' model).")
+]
+TurnCapOpt = Annotated[
+    int | None, typer.Option(help="Maximum turns before a run ends (env IMA_TURN_CAP).")
+]
+JudgeAttemptsOpt = Annotated[
+    int, typer.Option(help="Attempts per verdict before it is recorded as failed.")
+]
+DbOpt = Annotated[
+    Path | None,
+    typer.Option("--db", help="SQLite file for checkpoints and the run list (env IMA_DB)."),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON on stdout for scripts.")]
