@@ -1,16 +1,50 @@
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from ima.core.settings import RunContext
 from ima.graph.builder import compile_graph
+from ima.method.schedule import round_order
 from ima.tasks import Task, load_task
+
+
+def rounds_to_finalize(task: Task, rejected_votes: int = 0) -> int:
+    """Full rounds of a run whose consensus vote fails `rejected_votes` times before every
+    agent accepts: each phase before consensus for its rounds, then one consensus round per
+    vote; when the consensus phase has used all its rounds without agreement the team goes
+    back to the phase before (for its rounds) and votes again."""
+    *before, consensus = task.schedule.phases
+    back = before[-1].rounds if before else 0
+    retries = rejected_votes // consensus.rounds
+    return sum(p.rounds for p in before) + rejected_votes + 1 + retries * back
+
+
+def turns_to_finalize(task: Task, rejected_votes: int = 0) -> int:
+    """Turns of such a run: its rounds in the schedule's speaking order, then the
+    facilitator's FINALIZE turn."""
+    return rounds_to_finalize(task, rejected_votes) * len(round_order(task.schedule)) + 1
+
+
+class PromptRecorder(BaseCallbackHandler):
+    """Every chat-model call of a run: its metadata and the messages the model received."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[dict[str, Any], list[BaseMessage]]] = []
+
+    def on_chat_model_start(self, serialized, messages, *, metadata=None, **kwargs):  # type: ignore[override]
+        self.calls.append((metadata or {}, messages[0]))
+
+    def of_kind(self, kind: str) -> list[tuple[dict[str, Any], list[BaseMessage]]]:
+        return [(meta, messages) for meta, messages in self.calls if meta.get("ima_kind") == kind]
 
 
 @pytest.fixture(scope="session")
@@ -23,11 +57,15 @@ def run_graph(task: Task) -> Callable[..., dict[str, Any]]:
     """Run the data-pipeline graph in memory with the scripted model."""
 
     def _run(
-        memory_mode: str = "intrinsic", model: str = "scripted", **settings: Any
+        memory_mode: str = "intrinsic",
+        model: str = "scripted",
+        callbacks: list[BaseCallbackHandler] | None = None,
+        **settings: Any,
     ) -> dict[str, Any]:
         graph = compile_graph(task, memory_mode, checkpointer=InMemorySaver())  # type: ignore[arg-type]
         context = RunContext(model=model, **settings)
-        return graph.invoke({}, {"configurable": {"thread_id": "t"}}, context=context)
+        config = {"configurable": {"thread_id": "t"}, "callbacks": callbacks or []}
+        return graph.invoke({}, config, context=context)
 
     return _run
 
@@ -91,3 +129,17 @@ def memory_target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return str(tmp_path / "memory.sqlite")
     return request.getfixturevalue("pg_url")
+
+
+def md_table(report: str, first_header: str) -> dict[str, dict[str, str]]:
+    """The Markdown table whose header starts with `first_header`: each row's cells by
+    column name (repeated names get the column number), keyed by the first cell's text."""
+    lines = report[report.index(f"| {first_header} |") :].split("\n\n")[0].splitlines()
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    names = [h if header.count(h) == 1 else f"{h}{i}" for i, h in enumerate(header)]
+    table = {}
+    for line in lines[2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        key = re.sub(r"^\[(.*)\]\(.*\)$", r"\1", cells[0])  # a link: its text
+        table[key] = dict(zip(names, cells, strict=True))
+    return table

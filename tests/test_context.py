@@ -5,21 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.callbacks import BaseCallbackHandler
+from conftest import PromptRecorder
 from langgraph.checkpoint.memory import InMemorySaver
 
 from ima.core.settings import RunContext
 from ima.core.tokens import count_tokens
 from ima.graph.builder import compile_graph
 from ima.method.agent_context import build_context, recent_turns, render_turn
-
-
-class PromptRecorder(BaseCallbackHandler):
-    def __init__(self) -> None:
-        self.calls: list[tuple[dict[str, Any], list[Any]]] = []
-
-    def on_chat_model_start(self, serialized, messages, *, metadata=None, **kwargs):  # type: ignore[override]
-        self.calls.append((metadata or {}, messages[0]))
 
 
 def turn(index: int, speaker: str, words: int) -> dict[str, Any]:

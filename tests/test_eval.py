@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import md_table
 from typer.testing import CliRunner
 
 from ima.core.errors import UserError
@@ -39,7 +40,11 @@ def rows(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
 
 
-def test_two_pair_eval_writes_store_report_and_plots(ima_eval, tmp_path):
+def tokens_of(usage: dict) -> int:
+    return usage["input_tokens"] + usage["output_tokens"]
+
+
+def test_two_pair_eval_writes_store_report_and_plots(ima_eval, tmp_path, task):
     out = tmp_path / "ev"
     result = ima_eval("--model", "scripted", "--pairs", "2", "--turn-cap", "8", "--out", str(out))
     assert result.exit_code == 0, result.output
@@ -56,17 +61,21 @@ def test_two_pair_eval_writes_store_report_and_plots(ima_eval, tmp_path):
         assert row["settings"].get("long_term", False) is False  # runs stay independent
         assert row["settings"].get("review", False) is False
         assert row["judge"]["status"] == "ok" and row["judge"]["attempts"] == 1
-        assert all(1 <= row["judge"]["scores"][m] <= 10 for m in METRICS)
+        assert set(row["judge"]["scores"]) == set(METRICS)
         assert all(row["judge"]["rationales"][m] for m in METRICS)
         assert row["judge"]["usage"]["calls"] == 1  # accounted, kind "judge"
-        assert row["coverage"]["checked"] == 12 and 0 <= row["coverage"]["score"] <= 1
-        assert row["usage"]["total"]["input_tokens"] > 0
-        assert (Path(row["out_dir"]) / "design.md").exists()
-        assert (Path(row["out_dir"]) / "judge.json").exists()
+        coverage = row["coverage"]
+        assert coverage["checked"] == len(task.requirements)
+        assert coverage["score"] == len(coverage["covered"]) / coverage["checked"]
+        run_dir = Path(row["out_dir"])  # the row holds the run's own record and verdict
+        run_record = json.loads((run_dir / "run.json").read_text())
+        assert run_record["usage"]["total"] == row["usage"]["total"]
+        assert (
+            json.loads((run_dir / "judge.json").read_text())["judge"]["scores"]
+            == (row["judge"]["scores"])
+        )
         kinds = set(row["usage"]["by_kind"])
         assert ("memory_update" in kinds) == (row["condition"]["memory_mode"] == "intrinsic")
-    # the scripted judge varies with the run, so the statistics are not degenerate
-    assert len({tuple(r["judge"]["scores"].values()) for r in stored}) == 4
 
     config = json.loads((out / "config.json").read_text())
     assert config["judge"]["model"] == "scripted" and config["settings"]["turn_cap"] == 8
@@ -81,6 +90,22 @@ def test_two_pair_eval_writes_store_report_and_plots(ima_eval, tmp_path):
         "![Judge scores",
     ):
         assert text in report
+    # the report shows the numbers the stored rows have
+    runs = md_table(report, "Thread")
+    for row in stored:
+        shown = runs[f"`{row['thread_id']}`"]
+        assert shown["Status"] == row["status"] and shown["Turns"] == str(row["turns"])
+        assert shown["Tokens"] == f"{tokens_of(row['usage']['total']):,}"
+        assert shown["Coverage"] == f"{len(row['coverage']['covered'])}/{len(task.requirements)}"
+        assert shown["Judge S/R/U/C/D"] == "/".join(str(row["judge"]["scores"][m]) for m in METRICS)
+    table = md_table(report, "Metric")
+    for mode, column in (("none", "Baseline mean"), ("intrinsic", "Intrinsic mean")):
+        mine = [r for r in stored if r["condition"]["memory_mode"] == mode]
+        tokens = [tokens_of(r["usage"]["total"]) for r in mine]
+        assert table["Tokens (total)"][column] == f"{sum(tokens) / len(tokens):,.0f}"
+        means = [sum(r["judge"]["scores"].values()) / len(METRICS) for r in mine]
+        assert table["Judge mean"][column] == f"{sum(means) / len(means):,.2f}"
+    assert f"judge {sum(tokens_of(r['judge']['usage']) for r in stored):,} tokens" in report
     for png in ("judge_scores.png", "objective.png"):
         assert (out / png).read_bytes().startswith(PNG)
     for row in stored:  # every run links to its own HTML page
@@ -211,7 +236,7 @@ def test_unparseable_verdicts_are_counted_and_excluded(ima_eval, tmp_path, monke
         assert row["judge"]["status"] == "failed"
         assert row["judge"]["attempts"] == 3 and row["judge"]["scores"] == {}
         assert row["judge"]["usage"]["calls"] == 3
-        assert "no JSON object" in row["judge"]["error"] or "not parseable" in row["judge"]["error"]
+        assert "no JSON object found" in row["judge"]["error"]
     report = (out / "report.md").read_text()
     assert "Failed judge verdicts (excluded from the judge rows): baseline 1, intrinsic 1" in report
     assert "| Scalability | n/a | n/a | n/a | n/a | n/a | n/a | 0/0 | n/a |" in report
@@ -274,14 +299,15 @@ def test_bad_settings_fail_before_any_run(ima_eval, tmp_path, args, message):
     assert not (out / "results.jsonl").exists() and not (out / "config.json").exists()
 
 
-def test_llm_coverage_is_reported_beside_the_evidence_check(ima_eval, tmp_path):
+def test_llm_coverage_is_reported_beside_the_evidence_check(ima_eval, tmp_path, task):
     out = tmp_path / "ev"
     args = ("--model", "scripted", "--pairs", "1", "--turn-cap", "4", "--out", str(out))
     assert ima_eval(*args, "--llm-coverage").exit_code == 0
+    requirements = [r.id for r in task.requirements]
     for row in rows(out):
         checked = row["coverage_llm"]
-        assert set(checked["details"]) == {f"R{i}" for i in range(1, 13)}
-        assert checked["usage"]["calls"] == 12 and checked["checked"] == 12
+        assert list(checked["details"]) == requirements
+        assert checked["usage"]["calls"] == len(requirements) == checked["checked"]
     report = (out / "report.md").read_text()
     assert "Requirement coverage, LLM check (%)" in report and "Intrinsic (LLM)" in report
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
@@ -195,14 +196,25 @@ def test_unparseable_verdict_is_retried_with_the_problem_then_recorded_failed():
     assert len(retry) == 3 and "could not be used: no JSON object found" in retry[2]
 
 
+def canned(*answers: str) -> FakeMessagesListChatModel:
+    """A chat model that answers `answers` in turn, with the backend's token counts."""
+    usage = {"input_tokens": 900, "output_tokens": 120, "total_tokens": 1020}
+    return FakeMessagesListChatModel(
+        responses=[AIMessage(a, usage_metadata=usage) for a in answers]
+    )
+
+
 def test_verdict_that_parses_on_a_retry_is_used():
-    verdict = judge_design(ScriptedChatModel(bad_judge=2), subject="t1", **DESIGN)
+    scores = dict(zip(METRICS, [7, 5, 4, 8, 9], strict=True))
+    usable = {m: {"rationale": f"{m} checked.", "score": s} for m, s in scores.items()}
+    model = canned("I like it, 8/10.", '{"scalability": {', json.dumps(usable))
+    verdict = judge_design(model, subject="t1", **DESIGN)
     assert verdict["status"] == "ok" and verdict["attempts"] == 3
-    assert set(verdict["scores"]) == set(METRICS) and verdict["answers"] == []
-    again = judge_design(ScriptedChatModel(), subject="t1", **DESIGN)
-    assert again["scores"] == verdict["scores"]  # the same design gets the same verdict
-    other = judge_design(ScriptedChatModel(), subject="t2", **(DESIGN | {"design": "## Plan\nB"}))
-    assert other["scores"] != verdict["scores"]
+    assert verdict["scores"] == scores  # the scores of the usable answer, nothing else
+    assert verdict["rationales"]["usability"] == "usability checked."
+    assert verdict["answers"] == [] and verdict["error"] == ""
+    usage = verdict["usage"]
+    assert (usage["calls"], usage["input_tokens"], usage["estimated_calls"]) == (3, 2700, 0)
 
 
 def test_a_missing_design_is_a_failed_verdict_without_a_model_call():
@@ -300,11 +312,18 @@ def test_keywords_match_at_word_starts_with_flexible_separators(task):
 
 
 def test_llm_coverage_asks_once_per_requirement(task):
-    result = llm_coverage(ScriptedChatModel(), task, "## Summary\nA design.", {"a": 1}, "t1")
-    assert set(result["details"]) == {r.id for r in task.requirements}
-    assert result["usage"]["calls"] == len(task.requirements)
-    assert 0 < len(result["covered"]) < len(task.requirements)  # scripted: a deterministic mix
-    assert result["score"] == pytest.approx(len(result["covered"]) / len(task.requirements))
+    ids = [r.id for r in task.requirements]
+    said_yes = set(ids[::3])  # the model addresses every third requirement
+    answers = [
+        json.dumps({"evidence": "named in the plan" if rid in said_yes else "none",
+                    "addressed": rid in said_yes})
+        for rid in ids
+    ]  # fmt: skip
+    result = llm_coverage(canned(*answers), task, "## Summary\nA design.", {"a": 1}, "t1")
+    assert list(result["details"]) == ids
+    assert result["usage"]["calls"] == len(ids)
+    assert set(result["covered"]) == said_yes
+    assert result["score"] == pytest.approx(len(said_yes) / len(ids))
 
 
 @pytest.mark.parametrize(
@@ -348,8 +367,13 @@ def test_degenerate_verdicts_are_flagged_but_still_scored():
         "documentation": "The JSON matches the plan.",
     }
     assert verdict_warnings(real, prompt) == []
-    verdict = judge_design(ScriptedChatModel(), subject="t1", **DESIGN)
-    assert verdict["status"] == "ok" and verdict["warnings"] == []
+    # judge_design scores such a verdict and records the warning beside it
+    answer = {m: {"rationale": same[m], "score": 6} for m in METRICS}
+    verdict = judge_design(canned(json.dumps(answer)), subject="t1", **DESIGN)
+    assert verdict["status"] == "ok" and verdict["scores"] == dict.fromkeys(METRICS, 6)
+    assert verdict["warnings"] == ["rationales repeat each other"]
+    real_answer = {m: {"rationale": real[m], "score": 6} for m in METRICS}
+    assert judge_design(canned(json.dumps(real_answer)), subject="t1", **DESIGN)["warnings"] == []
 
 
 def test_cached_input_is_compared_when_the_backend_reports_it():

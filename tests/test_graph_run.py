@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 import jsonschema
 import pytest
+from conftest import PromptRecorder, turns_to_finalize
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.messages import AIMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.runtime import Runtime
+from langgraph.types import StateSnapshot
 
+from ima.core.settings import RunContext
 from ima.graph.builder import compile_graph
 from ima.models.scripted import ScriptedChatModel
+from ima.nodes.memory_update import make_memory_node
 
 
 @pytest.mark.parametrize("mode", ["intrinsic", "none"])
@@ -70,20 +81,56 @@ def test_a_turn_cannot_write_another_agents_memory(run_graph, monkeypatch):
         assert version["turn"] == 0 or version["turn"] in own_turns[version["role"]]
 
 
-def test_memory_node_writes_only_its_own_slot(task):
-    graph = compile_graph(task, "intrinsic")
-    memory_nodes = [n for n in graph.get_graph().nodes if n.endswith("_memory")]
-    assert sorted(memory_nodes) == sorted(f"{r}_memory" for r in task.speakers)
+def hostile_memory_answer(role: str, others: list[str]) -> str:
+    """A memory-update answer that tries to rewrite every other agent's memory."""
+    takeover = {other: f"HACKED by {role}" for other in others}
+    sections = "\n".join(f"## Memory of {other}\n- HACKED by {role}" for other in others)
+    return json.dumps({"memories": takeover}) + "\n" + sections
 
 
-def test_graph_shows_the_architecture(task):
-    nodes = set(compile_graph(task, "intrinsic").get_graph().nodes)
-    speakers = set(task.speakers)
-    assert (
-        speakers | {f"{r}_memory" for r in speakers} | {"router", "documentation", "setup"} <= nodes
-    )
-    baseline = set(compile_graph(task, "none").get_graph().nodes)
-    assert not any(n.endswith("_memory") for n in baseline)
+@pytest.mark.parametrize("template", ["generic", "llm"])
+def test_a_memory_update_node_can_only_write_its_own_agents_slot(task, monkeypatch, template):
+    """Memory privacy is structural: each memory-update node, given a real mid-run state and a
+    model whose answer claims other agents' memories, returns an update that changes its own
+    agent's slot, log and template only; applied through the graph's reducers, every other
+    agent's memory stays as it was. (`llm`: the node also adopts a newly written template.)"""
+    graph = compile_graph(task, "intrinsic", checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "privacy"}}
+    graph.invoke({}, config, context=RunContext(model="scripted"))
+    due: dict[str, StateSnapshot] = {}  # per role: the last checkpoint before its memory update
+    for snapshot in graph.get_state_history(config):
+        for node in snapshot.next:
+            if node.endswith("_memory"):
+                due.setdefault(node.removesuffix("_memory"), snapshot)
+    assert set(task.speakers) <= set(due)
+
+    context = RunContext(model="scripted", template=template)
+    for role in task.speakers:
+        others = [r for r in task.speakers if r != role]
+        answer = AIMessage(
+            hostile_memory_answer(role, others),
+            usage_metadata={"input_tokens": 50, "output_tokens": 20, "total_tokens": 70},
+        )
+        fake = FakeMessagesListChatModel(responses=[answer])
+        monkeypatch.setattr("ima.models.load_chat_model", lambda *a, fake=fake, **k: fake)
+        before = due[role]
+        update = make_memory_node(task, role)(before.values, Runtime(context=context))
+
+        assert set(update["memories"]) == {role}
+        assert update["memories"][role]["text"] == answer.content  # its own memory, as written
+        assert [v["role"] for v in update["memory_log"]] == [role]
+        assert set(update["usage"]) == {role}
+        changed = {
+            r for r, t in update.get("templates", {}).items() if before.values["templates"][r] != t
+        }
+        assert changed == ({role} if template == "llm" else set())
+
+        after = graph.get_state(graph.update_state(before.config, update, as_node=f"{role}_memory"))
+        for other in others:
+            assert after.values["memories"][other] == before.values["memories"][other]
+            assert after.values["templates"][other] == before.values["templates"][other]
+        new_versions = after.values["memory_log"][len(before.values["memory_log"]) :]
+        assert [(v["role"], v["text"]) for v in new_versions] == [(role, answer.content)]
 
 
 def test_invalid_json_is_repaired_once(run_graph):
@@ -92,29 +139,34 @@ def test_invalid_json_is_repaired_once(run_graph):
     assert out["usage"]["DJE"]["documentation"]["calls"] == 3  # design, spec, repair
 
 
-def test_json_still_invalid_after_repair_fails_and_keeps_everything(run_graph):
+def test_json_still_invalid_after_repair_fails_and_keeps_everything(run_graph, task):
     out = run_graph(model="scripted:bad_json=2")
     assert out["status"] == "failed"
     assert not out["final"]["valid"] and "JSON" in out["final"]["error"]
-    assert out["final"]["markdown"] and len(out["transcript"]) == 31
+    assert out["final"]["markdown"] and len(out["transcript"]) == turns_to_finalize(task)
 
 
-@pytest.mark.parametrize("template", ["manual", "llm"])
-def test_templates(run_graph, task, template):
+def headings(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.startswith("#")]
+
+
+@pytest.mark.parametrize("template", ["generic", "manual", "llm"])
+def test_each_agent_keeps_its_memory_in_its_own_template(run_graph, task, template):
+    """The update prompt carries the agent's own template, and its memory follows it."""
     out = run_graph(template=template)
     assert all(s["template"] == template for s in out["memories"].values())
     if template == "manual":
         assert set(out["templates"].values()) == {task.manual_template.strip()}
-    else:
-        assert out["templates"]["DEA"] != out["templates"]["BOA"]
-        assert out["usage"]["DEA"]["template_generation"]["calls"] == 1
+    if template == "llm":  # written once per agent, by the agent's model, for its own role
+        for role in task.speakers:
+            assert out["usage"][role]["template_generation"]["calls"] == 1
+            named = set(re.findall(r"\b[A-Z]{2,}\b", out["templates"][role])) & set(task.speakers)
+            assert named == {role}
+    for role, slot in out["memories"].items():
+        assert headings(slot["text"]) == headings(out["templates"][role]), role
 
 
 def test_fork_from_turn_ten_with_another_template(task):
-    from langgraph.checkpoint.memory import InMemorySaver
-
-    from ima.core.settings import RunContext
-
     graph = compile_graph(task, "intrinsic", checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "fork"}}
     graph.invoke({}, config, context=RunContext(model="scripted"))
@@ -127,7 +179,7 @@ def test_fork_from_turn_ten_with_another_template(task):
         None, after_ten.config, context=RunContext(model="scripted", template="manual")
     )
     assert forked["status"] == "finalized"
-    assert [t["index"] for t in forked["transcript"]] == list(range(1, 32))
+    assert [t["index"] for t in forked["transcript"]] == list(range(1, turns_to_finalize(task) + 1))
     for role, slot in forked["memories"].items():
         assert slot["template"] == "manual", role  # every agent spoke again after the fork
         assert forked["templates"][role] == task.manual_template.strip()
@@ -161,38 +213,62 @@ def test_the_scripted_model_follows_the_prompts_not_the_graph(
         assert "FINALIZE" not in flags
 
 
-def test_workers_answer_the_question_of_their_phase(run_graph, task):
-    out = run_graph()
-    questions = {p.name: " ".join(p.instruction.split()[:8]) for p in task.schedule.phases}
-    workers = [t for t in out["transcript"] if t["speaker"] in task.schedule.workers]
-    for turn in workers:
-        if turn["phase"] != "consensus":
-            assert questions[turn["phase"]] in turn["content"], turn
+def test_each_turn_asks_the_question_of_its_phase_and_hands_over_to_the_next_speaker(
+    run_graph, task
+):
+    """The question closing each agent's prompt: its own role, round and phase, that
+    phase's instruction (no other's), and for the facilitator the agent who speaks next."""
+    recorder = PromptRecorder()
+    out = run_graph(callbacks=[recorder])
+    transcript = out["transcript"]
+    instructions = {p.name: " ".join(p.instruction.split()) for p in task.schedule.phases}
+    calls = recorder.of_kind("agent_turn")
+    assert [meta["ima_turn"] for meta, _ in calls] == [t["index"] for t in transcript]
+    for turn, (_, messages) in zip(transcript, calls, strict=True):
+        prompt = str(messages[-1].content)
+        question = prompt[prompt.rindex("Question for you, ") :]
+        assert question.startswith(f"Question for you, {turn['speaker']}, in round ")
+        assert f"of the {turn['phase']} phase." in question
+        if "FINALIZE" in turn["flags"]:
+            assert f"hand over to {task.schedule.finalizer}" in question
+            continue
+        others = [text for name, text in instructions.items() if name != turn["phase"]]
+        assert instructions[turn["phase"]] in question and not any(o in question for o in others)
+        if turn["speaker"] == task.schedule.facilitator:
+            next_speaker = transcript[turn["index"]]["speaker"]
+            assert f"what exactly {next_speaker} should address next" in question
 
 
-def test_lean_memory_updates_show_the_role_but_not_the_task(task):
-    from langchain_core.callbacks import BaseCallbackHandler
-    from langgraph.checkpoint.memory import InMemorySaver
+def test_each_memory_update_sees_only_its_agents_own_latest_turn(run_graph):
+    recorder = PromptRecorder()
+    out = run_graph(callbacks=[recorder])
+    turns = {t["index"]: t for t in out["transcript"]}
+    calls = recorder.of_kind("memory_update")
+    assert len(calls) == len(turns)
+    for meta, messages in calls:
+        turn = turns[meta["ima_turn"]]
+        assert turn["speaker"] == meta["ima_role"]
+        prompt = str(messages[-1].content)
+        latest = prompt.split(f"## Your latest turn (turn {turn['index']})\n", 1)[1]
+        assert latest == turn["content"]
+        # the memory it rewrites is the agent's own, as it was before this turn
+        before = [
+            v["text"]
+            for v in out["memory_log"]
+            if v["role"] == turn["speaker"] and v["turn"] < turn["index"]
+        ][-1]
+        assert f"## Your memory so far\n{before or '(empty: this is your first turn)'}\n" in prompt
 
-    from ima.core.settings import RunContext
 
-    class Prompts(BaseCallbackHandler):
-        def __init__(self) -> None:
-            self.memory: list[str] = []
-
-        def on_chat_model_start(self, serialized, messages, *, metadata=None, **kwargs):  # type: ignore[override]
-            if (metadata or {}).get("ima_kind") == "memory_update":
-                self.memory.append("\n".join(str(m.content) for m in messages[0]))
-
+def test_lean_memory_updates_show_the_role_but_not_the_task(run_graph, task):
     seen = {}
     for layout in ("lean", "full"):
-        recorder = Prompts()
-        graph = compile_graph(task, "intrinsic", checkpointer=InMemorySaver())
-        context = RunContext(model="scripted", memory_prompt=layout, turn_cap=4)
-        graph.invoke(
-            {}, {"configurable": {"thread_id": "m"}, "callbacks": [recorder]}, context=context
-        )
-        seen[layout] = recorder.memory
+        recorder = PromptRecorder()
+        run_graph(callbacks=[recorder], memory_prompt=layout, turn_cap=4)
+        seen[layout] = [
+            "\n".join(str(m.content) for m in messages)
+            for _, messages in recorder.of_kind("memory_update")
+        ]
     task_section = "# Task\n" + task.description.strip()[:80]
     assert seen["lean"] and all("# Your role\nYou are" in p for p in seen["lean"])
     assert not any(task_section in p for p in seen["lean"])

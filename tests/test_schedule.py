@@ -1,8 +1,8 @@
 """Algorithm 2: the modified round robin, phases, consensus and the turn cap."""
 
-from ima.method.schedule import round_order
+from conftest import rounds_to_finalize, turns_to_finalize
 
-WORKERS = ["BOA", "DEA", "MLA", "IA"]
+from ima.method.schedule import round_order
 
 
 def expected_round() -> list[str]:
@@ -10,19 +10,30 @@ def expected_round() -> list[str]:
     return ["CDA", "BOA", "CDA", "DEA", "CDA", "MLA", "CDA", "IA", "KIA", "ERA"]
 
 
+def phase_of_each_round(task, rejected_votes: int) -> list[str]:
+    """Each phase for its rounds; after `rejected_votes` failed votes the team is voting
+    again (a consensus phase out of rounds goes back to the phase before it)."""
+    *before, consensus = task.schedule.phases
+    phases = [p.name for p in before for _ in range(p.rounds)]
+    for vote in range(1, rejected_votes + 2):
+        phases.append(consensus.name)
+        if vote <= rejected_votes and vote % consensus.rounds == 0:
+            phases += [before[-1].name] * before[-1].rounds
+    return phases
+
+
 def test_round_order_is_algorithm_2(task):
     assert round_order(task.schedule) == expected_round()
 
 
-def test_scripted_run_follows_schedule_and_phases(run_graph):
+def test_scripted_run_follows_schedule_and_phases(run_graph, task):
     out = run_graph()
     speakers = [t["speaker"] for t in out["transcript"]]
-    # discussion, proposals, one consensus round, then CDA's FINALIZE turn
-    assert speakers == expected_round() * 3 + ["CDA"]
+    # every phase for its rounds, one consensus round, then CDA's FINALIZE turn
+    assert speakers == expected_round() * rounds_to_finalize(task) + ["CDA"]
     phases = [t["phase"] for t in out["transcript"]]
-    assert phases[:10] == ["discussion"] * 10
-    assert phases[10:20] == ["proposals"] * 10
-    assert set(phases[20:]) == {"consensus"}
+    per_round = [p for p in phase_of_each_round(task, 0) for _ in expected_round()]
+    assert phases == [*per_round, "consensus"]
     assert "FINALIZE" in out["transcript"][-1]["flags"]
     assert out["status"] == "finalized"
 
@@ -33,22 +44,27 @@ def test_consensus_votes_are_recorded(run_graph):
     assert out["votes"] == {r: "ACCEPT" for r in ["BOA", "DEA", "MLA", "IA", "KIA", "ERA"]}
 
 
-def test_a_rejection_forces_another_vote(run_graph):
+def test_a_rejection_forces_another_vote(run_graph, task):
     out = run_graph(model="scripted:reject_rounds=1")
     speakers = [t["speaker"] for t in out["transcript"]]
-    assert speakers == expected_round() * 4 + ["CDA"]
+    assert speakers == expected_round() * rounds_to_finalize(task, rejected_votes=1) + ["CDA"]
+    assert len(speakers) == turns_to_finalize(task, rejected_votes=1)
     rejected = [t for t in out["transcript"] if "REJECT" in t["flags"]]
     assert [t["speaker"] for t in rejected] == ["ERA"]
     assert out["status"] == "finalized"
 
 
-def test_no_agreement_goes_back_to_proposals(run_graph):
+def test_no_agreement_goes_back_to_proposals(run_graph, task):
     # The consensus phase allows 2 votes; after two rejected votes the team proposes again.
-    # This reviewer always rejects, so the turn cap has to end the run.
-    out = run_graph(model="scripted:reject_rounds=2", turn_cap=60)
-    phases = [t["phase"] for t in out["transcript"]][::10]
+    # This reviewer always rejects, so the turn cap has to end the run: capped one turn
+    # before the FINALIZE a third vote would have brought.
+    cap = turns_to_finalize(task, rejected_votes=2) - 1
+    out = run_graph(model="scripted:reject_rounds=2", turn_cap=cap)
+    phases = [t["phase"] for t in out["transcript"]][:: len(expected_round())]
     assert phases == ["discussion", "proposals", "consensus", "consensus", "proposals", "consensus"]
-    assert len(out["transcript"]) == 60
+    assert phases == phase_of_each_round(task, rejected_votes=2)
+    assert len(out["transcript"]) == cap
+    assert "FINALIZE" not in out["transcript"][-1]["flags"]
     assert out["status"] == "turn_cap"
 
 
