@@ -9,7 +9,7 @@ BIN    := $(VENV)/bin
 # wheel). A portable build keeps the cached wheel usable on other CPUs of the same family.
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 
-.PHONY: run test lint bench clean postgres-server
+.PHONY: run test lint bench clean system-packages
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,17 +28,22 @@ lint: $(VENV)/.installed
 	$(BIN)/lint-imports --no-cache
 
 # The tests start their own private PostgreSQL server (initdb in a temporary directory, a
-# free loopback port): install the server binaries if they are missing (Debian/Ubuntu).
-postgres-server:
-	@command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
-	if [ "$$(id -u)" = 0 ]; then \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql || \
-		{ apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql; }; \
-	else \
-		echo "the tests need the PostgreSQL server: sudo apt-get install postgresql"; exit 1; \
+# free loopback port) and open the run view in headless Chromium: install what is missing
+# (Debian/Ubuntu packages; never a browser download).
+NEEDED = $(shell command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb \
+	>/dev/null 2>&1 || echo postgresql) $(shell command -v chromium >/dev/null 2>&1 || echo chromium)
+
+system-packages:
+	@if [ -n "$(strip $(NEEDED))" ]; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(NEEDED) || \
+			{ apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(NEEDED); }; \
+		else \
+			echo "the tests need: sudo apt-get install $(NEEDED)"; exit 1; \
+		fi; \
 	fi
 
-test: lint postgres-server
+test: lint system-packages
 	$(BIN)/pytest
 
 clean:
