@@ -110,3 +110,46 @@ def test_stop_sequence_cuts_output(model: EmbeddedChatModel) -> None:
     )
     assert "5" not in str(reply.content)
     assert "6" not in str(reply.content)
+
+
+def _role(name: str) -> dict:
+    return {"metadata": {"ima_role": name}}
+
+
+@pytest.mark.model
+def test_cached_prompt_tokens_are_reported(model: EmbeddedChatModel) -> None:
+    planner = SystemMessage(content="You are the planner agent of a data pipeline team. " * 20)
+    model.invoke([planner, HumanMessage(content="Name a file format.")], config=_role("planner"))
+    reply = model.invoke(
+        [planner, HumanMessage(content="Name a database.")], config=_role("planner")
+    )
+    usage = reply.usage_metadata
+    assert usage is not None
+    cached = usage["input_token_details"]["cache_read"]
+    # The shared system prompt (~230 tokens) is reused, the new question is evaluated.
+    assert 128 <= cached < usage["input_tokens"]
+
+
+def _first_token_logprobs(model: EmbeddedChatModel, messages: list, role: str) -> tuple:
+    reply = model.invoke(messages, config=_role(role), logprobs=5, max_tokens=8)
+    top = reply.response_metadata["logprobs"]["content"][0]["top_logprobs"]
+    return str(reply.content), tuple((t["token"], t["logprob"]) for t in top)
+
+
+@pytest.mark.model
+def test_outputs_do_not_depend_on_what_ran_before(model: EmbeddedChatModel) -> None:
+    # Prompts sharing prefixes of uneven lengths, run in two orders through two agents'
+    # slots: every output and its exact first-token probabilities must match. (With
+    # llama.cpp's plain prefix reuse about a third of such calls differ in the floats.)
+    brief = "The team designs a pipeline that ingests sensor logs from a vehicle fleet. " * 8
+    prompts = [
+        [SystemMessage(content=brief + "You are the data engineer."), HumanMessage(content=q)]
+        for q in ("Which storage format?", "Which storage format and why?", "List two risks.")
+    ] + [
+        [SystemMessage(content=brief + "You are the ML engineer."), HumanMessage(content=q)]
+        for q in ("Which model first?", "Which storage format?")
+    ]
+    roles = ["DEA", "DEA", "DEA", "MLA", "MLA"]
+    first = {i: _first_token_logprobs(model, prompts[i], roles[i]) for i in range(5)}
+    again = {i: _first_token_logprobs(model, prompts[i], roles[i]) for i in (4, 1, 3, 0, 2, 1)}
+    assert all(again[i] == first[i] for i in again)

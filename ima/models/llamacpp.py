@@ -166,7 +166,7 @@ class _Engine:
 
     def slot_for(self, key: str | None) -> int:
         """The slot of `key`; slot 0 is shared by calls of no agent."""
-        if key is None:
+        if key is None or SLOTS == 1:
             return 0
         if key in self.assigned:
             self.assigned.move_to_end(key)
@@ -348,6 +348,13 @@ class EmbeddedChatModel(BaseChatModel):
         )
         choice = reply["choices"][0]
         usage = reply.get("usage") or {}
+        metadata: dict[str, Any] = {
+            "model_name": Path(self.model_path).name,
+            "finish_reason": choice.get("finish_reason"),
+            "timings": reply.get("timings", {}),
+        }
+        if choice.get("logprobs"):  # asked for with logprobs=N
+            metadata["logprobs"] = choice["logprobs"]
         message = AIMessage(
             content=choice.get("text") or "",
             usage_metadata=UsageMetadata(
@@ -356,11 +363,7 @@ class EmbeddedChatModel(BaseChatModel):
                 total_tokens=usage.get("total_tokens", 0),
                 input_token_details=InputTokenDetails(cache_read=reply["timings"]["cache_n"]),
             ),
-            response_metadata={
-                "model_name": Path(self.model_path).name,
-                "finish_reason": choice.get("finish_reason"),
-                "timings": reply.get("timings", {}),
-            },
+            response_metadata=metadata,
         )
         return ChatResult(generations=[ChatGeneration(message=message)])
 
