@@ -1,8 +1,9 @@
 """In-process chat model on llama.cpp's server (the prebuilt ``xllamacpp`` wheel).
 
-One llama.cpp server per process and model file is shared by every agent. Each agent (the
-``ima_role`` of the call's metadata) keeps its own server slot, so its next prompt is
-evaluated only from where it departs from that agent's previous prompt.
+One llama.cpp server per process and model file is shared by every agent. After each call
+the server's cache is saved under the call's stream (agent and kind of call, from the
+call's metadata); a new prompt starts from the saved state that shares the longest prefix
+with it (usually that stream's previous call), so only the rest is evaluated.
 
 Outputs depend only on the prompt, never on what ran before: llama.cpp's floats for a
 token depend on the batch it was evaluated in, so reusing a cached prefix of arbitrary
@@ -16,6 +17,7 @@ from __future__ import annotations
 import atexit
 import http.client
 import json
+import logging
 import os
 import shutil
 import socket
@@ -46,16 +48,18 @@ if TYPE_CHECKING:
 
 __all__ = ["EmbeddedChatModel", "LlamaCppError", "ModelSetupError", "load_embedded"]
 
+log = logging.getLogger(__name__)
+
 # Prompt batch size (n_batch = n_ubatch) and the unit of prefix reuse.
 BLOCK = 64
-# Context per slot. An agent prompt is at most the token budget (2,048 by default) plus
-# its answer; documentation prompts are longer.
-SLOT_CONTEXT = 4096
-# Slots: one per agent of the bundled task (8 roles) plus one for calls of no agent
-# (documentation, judges). More agents than slots share slots, least recently used first.
-SLOTS = 9
-# Metadata key naming the agent a call belongs to (set by the graph's nodes).
-CACHE_KEY = "ima_role"
+# Context size. An agent prompt is at most the token budget (2,048 by default) plus its
+# answer; documentation prompts are longer.
+CONTEXT = 4096
+# Saved prompt states (files of ~12 KB per token, ~15 MB for an agent prompt): one per call
+# stream, least recently used dropped first. The bundled task has 17 streams.
+SAVED_STATES = 32
+# Call metadata naming a call stream: an agent and a kind of call (turn, memory update).
+STREAM_KEYS = ("ima_role", "ima_kind")
 
 
 class LlamaCppError(RuntimeError):
@@ -96,6 +100,15 @@ def _common_prefix(a: list[int], b: list[int]) -> int:
     return n
 
 
+def _reusable(cached: list[int], tokens: list[int]) -> int:
+    """Tokens of a cache built from the prompt `cached` that a fresh evaluation of
+    `tokens` would compute identically: whole blocks of the common prefix, leaving at
+    least one token to evaluate (for fresh logits). Generated tokens never count: they
+    were evaluated one by one, not in prompt blocks."""
+    keep = min(_common_prefix(cached, tokens), len(tokens) - 1)
+    return keep - keep % BLOCK
+
+
 def _check(reply: dict[str, Any]) -> dict[str, Any]:
     if "choices" in reply:
         return reply
@@ -106,20 +119,23 @@ def _check(reply: dict[str, Any]) -> dict[str, Any]:
 
 
 class _Engine:
-    """A llama.cpp server in this process, its slots and what each slot holds."""
+    """A llama.cpp server in this process, what its slot holds, and saved slot states."""
 
     def __init__(self, model_path: str, n_ctx: int, n_threads: int) -> None:
         xllamacpp = _require_xllamacpp()
         # The server always serves HTTP too: on a socket in a private directory, so it
-        # takes no port and no other user can reach it. We use it to tokenize.
-        self.socket_dir = tempfile.mkdtemp(prefix="ima-llama-")
+        # takes no port and no other user can reach it. It also holds the saved states.
+        self.directory = tempfile.mkdtemp(prefix="ima-llama-")
         params = xllamacpp.CommonParams()
         params.model.path = model_path
-        params.hostnames = [os.path.join(self.socket_dir, "llama.sock")]
-        params.n_parallel = SLOTS
-        params.n_ctx = n_ctx * SLOTS  # split evenly: n_ctx per slot
+        params.hostnames = [os.path.join(self.directory, "llama.sock")]
+        # One slot: requests run one at a time anyway (see `lock`), and saved states give
+        # each call stream its own cache at the size it uses (a slot costs n_ctx x 12 KB).
+        params.n_parallel = 1
+        params.n_ctx = n_ctx
         params.n_batch = params.n_ubatch = BLOCK
-        params.cache_ram_mib = 0  # no state swapping behind our back: slots hold what we sent
+        params.cache_ram_mib = 0  # no state swapping behind our back: the slot holds what we sent
+        params.slot_save_path = self.directory + os.sep
         params.cpuparams.n_threads = n_threads
         params.cpuparams_batch.n_threads = n_threads
         params.warmup = False
@@ -127,7 +143,7 @@ class _Engine:
         try:
             self.server = xllamacpp.Server(params)
         except RuntimeError as exc:
-            shutil.rmtree(self.socket_dir, ignore_errors=True)
+            shutil.rmtree(self.directory, ignore_errors=True)
             raise ModelSetupError(
                 f"llama.cpp failed to load {model_path} ({exc}); the file may be truncated "
                 "or of an unsupported architecture"
@@ -136,12 +152,14 @@ class _Engine:
         # One request at a time: concurrent requests would be decoded in shared batches,
         # which changes their floats (and so their outputs), and on a CPU they are not faster.
         self.lock = threading.Lock()
-        self.assigned: OrderedDict[str, int] = OrderedDict()
-        self.prompts: list[list[int]] = [[] for _ in range(SLOTS)]  # last prompt per slot
+        self.current: list[int] = []  # prompt tokens behind the slot's cache
+        # Saved states, least recently used first: key -> (file name, prompt tokens).
+        self.saved: OrderedDict[str, tuple[str, list[int]]] = OrderedDict()
+        self.files = 0
 
     def close(self) -> None:
         self.server = None  # stops the server's threads
-        shutil.rmtree(self.socket_dir, ignore_errors=True)
+        shutil.rmtree(self.directory, ignore_errors=True)
 
     def _post(self, path: str, body: dict[str, Any]) -> Any:
         # A connection per request (a local socket: microseconds), so an idle keep-alive
@@ -155,7 +173,8 @@ class _Engine:
         finally:
             connection.close()
         if response.status != 200:
-            _check(data)
+            error = data.get("error", data)
+            raise LlamaCppError(f"llama.cpp {path} failed: {error.get('message', error)}")
         return data
 
     def tokenize(self, messages: list[dict[str, Any]]) -> list[int]:
@@ -164,62 +183,76 @@ class _Engine:
         body = {"content": prompt, "add_special": True, "parse_special": True}
         return self._post("/tokenize", body)["tokens"]
 
-    def slot_for(self, key: str | None) -> int:
-        """The slot of `key`; slot 0 is shared by calls of no agent."""
-        if key is None or SLOTS == 1:
-            return 0
-        if key in self.assigned:
-            self.assigned.move_to_end(key)
-        elif len(self.assigned) < SLOTS - 1:
-            self.assigned[key] = len(self.assigned) + 1
-        else:  # more agents than slots: take the least recently used agent's slot
-            _, slot = self.assigned.popitem(last=False)
-            self.assigned[key] = slot
-        return self.assigned[key]
+    def _restore_best(self, tokens: list[int]) -> None:
+        """Load the saved state sharing the most reusable tokens with `tokens`, if it
+        beats what the slot holds."""
+        best, best_keep = None, _reusable(self.current, tokens)
+        for key, (_, saved) in self.saved.items():
+            keep = _reusable(saved, tokens)
+            if keep > best_keep:
+                best, best_keep = key, keep
+        if best is None:
+            return
+        name, saved = self.saved[best]
+        self.saved.move_to_end(best)
+        self.current = []  # unknown if the restore fails
+        self._post("/slots/0?action=restore", {"filename": name})
+        self.current = saved
 
-    def _reuse(self, slot: int, tokens: list[int]) -> int:
-        """Cut the slot's cache back to a block boundary; return how many tokens it keeps.
+    def _save(self, key: str) -> None:
+        if key in self.saved:
+            name = self.saved.pop(key)[0]
+        else:
+            if len(self.saved) >= SAVED_STATES:
+                Path(self.directory, self.saved.popitem(last=False)[1][0]).unlink(missing_ok=True)
+            self.files += 1
+            name = f"state-{self.files}.bin"
+        try:
+            self._post("/slots/0?action=save", {"filename": name})
+        except (LlamaCppError, OSError) as exc:  # a full disk costs speed, not the run
+            log.warning("cannot save the llama.cpp prompt state (%s); continuing without", exc)
+            Path(self.directory, name).unlink(missing_ok=True)
+            return
+        self.saved[key] = (name, self.current)
 
-        Only earlier *prompt* tokens count (generated ones were evaluated one by one), and
-        at least one prompt token is left to evaluate so the logits are fresh.
-        """
-        previous = self.prompts[slot]
-        keep = min(_common_prefix(previous, tokens), len(tokens) - 1)
-        keep -= keep % BLOCK
+    def _cut_to_block(self, tokens: list[int]) -> int:
+        """Cut the slot's cache back to a block boundary; return how many tokens it keeps."""
+        previous = self.current
+        common = _common_prefix(previous, tokens)
+        keep = _reusable(previous, tokens)
         if keep == 0:
             return 0
-        if keep == _common_prefix(previous, tokens) and keep < len(previous):
+        if keep == common and keep < len(previous):
             return keep  # the cache already diverges right at the boundary
         # Evaluate one different token at position `keep`: the server drops everything
         # after the common prefix, so the real request resumes exactly at the boundary.
         for filler in (0, 1, 2):
             if filler == tokens[keep] or (keep < len(previous) and filler == previous[keep]):
                 continue
-            probe = {"prompt": [*tokens[:keep], filler], "max_tokens": 1, "id_slot": slot}
+            probe = {"prompt": [*tokens[:keep], filler], "max_tokens": 1, "id_slot": 0}
             cached = _check(self.server.handle_completions(probe))["timings"]["cache_n"]
             if cached == keep:
                 return keep
         return 0  # unexpected cache contents: evaluate from scratch
 
-    def complete(self, messages: list[dict[str, Any]], params: dict[str, Any], key: str | None):
-        """Run one completion; returns the server's reply and the tokens reused."""
+    def complete(
+        self, messages: list[dict[str, Any]], params: dict[str, Any], key: str | None
+    ) -> dict[str, Any]:
+        """Run one completion and keep its state under `key` (None: not kept)."""
         with self.lock:
-            slot = self.slot_for(key)
             tokens = self.tokenize(messages)
-            keep = self._reuse(slot, tokens)
-            request = {
-                **params,
-                "prompt": tokens,
-                "id_slot": slot,
-                "cache_prompt": keep > 0,
-            }
-            self.prompts[slot] = []  # unknown until the request succeeded
+            self._restore_best(tokens)
+            keep = self._cut_to_block(tokens)
+            request = {**params, "prompt": tokens, "id_slot": 0, "cache_prompt": keep > 0}
+            self.current = []  # unknown until the request succeeded
             reply = _check(self.server.handle_completions(request))
-            self.prompts[slot] = tokens
-        if reply["timings"]["cache_n"] != keep:
-            raise LlamaCppError(
-                f"llama.cpp reused {reply['timings']['cache_n']} cached tokens, expected {keep}"
-            )
+            self.current = tokens
+            if reply["timings"]["cache_n"] != keep:
+                raise LlamaCppError(
+                    f"llama.cpp reused {reply['timings']['cache_n']} cached tokens, expected {keep}"
+                )
+            if key is not None:
+                self._save(key)
         return reply
 
 
@@ -292,7 +325,7 @@ class EmbeddedChatModel(BaseChatModel):
     model_path: str
     temperature: float = 0.0
     max_tokens: int = 400
-    n_ctx: int = SLOT_CONTEXT
+    n_ctx: int = CONTEXT
     seed: int = 0
     # Small models loop without it; 1.1 is Ollama's default too.
     repeat_penalty: float = 1.1
@@ -340,11 +373,12 @@ class EmbeddedChatModel(BaseChatModel):
         }
         if stop:
             params["stop"] = stop
-        key = run_manager.metadata.get(CACHE_KEY) if run_manager else None
+        labels = run_manager.metadata if run_manager else {}
+        stream = [str(labels[k]) for k in STREAM_KEYS if k in labels]
         reply = engine.complete(
             [_to_message(m) for m in messages],
             _completion_params(params),
-            str(key) if key is not None else None,
+            "/".join(stream) if stream else None,
         )
         choice = reply["choices"][0]
         usage = reply.get("usage") or {}
