@@ -7,15 +7,18 @@ max_tokens small because CI runs them on 2 cores.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import jsonschema
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from ima.models import weights
+from ima.models import llamacpp, weights
 from ima.models.llamacpp import EmbeddedChatModel, ModelSetupError, load_embedded
 
 
@@ -153,3 +156,35 @@ def test_outputs_do_not_depend_on_what_ran_before(model: EmbeddedChatModel) -> N
     first = {i: _first_token_logprobs(model, prompts[i], roles[i]) for i in range(5)}
     again = {i: _first_token_logprobs(model, prompts[i], roles[i]) for i in (4, 1, 3, 0, 2, 1)}
     assert all(again[i] == first[i] for i in again)
+
+
+def test_directories_of_dead_engines_are_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A killed run leaves its socket and saved prompt states (hundreds of MB) behind.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    hour_ago = time.time() - 3600
+    dead = tmp_path / "ima-llama-999999999-x"  # no such process
+    live = tmp_path / f"ima-llama-{os.getpid()}-x"
+    for directory in (dead, live):
+        directory.mkdir()
+        (directory / "state-1.bin").write_bytes(b"kv")
+        os.utime(directory, (hour_ago, hour_ago))
+    fresh = Path(llamacpp._private_directory())
+    assert not dead.exists() and live.exists() and fresh.is_dir()
+    assert fresh.stat().st_mode & 0o777 == 0o700  # no other user reaches the server's socket
+
+
+@pytest.mark.model
+def test_lost_saved_states_cost_speed_not_answers(model: EmbeddedChatModel) -> None:
+    question = [
+        SystemMessage(content="You answer in one word. " * 30),
+        HumanMessage(content="Sky?"),
+    ]
+    first = model.invoke(question, config=_role("lost"))
+    engine = llamacpp._engine(model.model_path, model.n_ctx, model.n_threads)
+    for state in Path(engine.directory).glob("*.bin"):
+        state.unlink()  # e.g. a temp cleaner ran
+    model.invoke([HumanMessage(content="Unrelated question?")])  # the slot moves away
+    again = model.invoke(question, config=_role("lost"))
+    assert again.content == first.content

@@ -23,6 +23,7 @@ import shutil
 import socket
 import tempfile
 import threading
+import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -81,6 +82,39 @@ def _cpu_count() -> int:
     return os.cpu_count() or 1
 
 
+_DIRECTORY_PREFIX = "ima-llama-"
+_STALE_SECONDS = 600
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def _private_directory() -> str:
+    """A new private temporary directory for the server's socket and saved states.
+
+    First removes those left by processes that died without cleaning up (a killed run
+    leaves a few hundred MB of saved states): the owner's PID is in the name, and a live
+    engine touches its directory at every call.
+    """
+    cutoff = time.time() - _STALE_SECONDS
+    for old in Path(tempfile.gettempdir()).glob(f"{_DIRECTORY_PREFIX}*-*"):
+        pid = old.name.removeprefix(_DIRECTORY_PREFIX).split("-", 1)[0]
+        try:
+            stale = pid.isdigit() and not _alive(int(pid)) and old.stat().st_mtime < cutoff
+        except OSError:
+            continue
+        if stale:
+            shutil.rmtree(old, ignore_errors=True)
+    return tempfile.mkdtemp(prefix=f"{_DIRECTORY_PREFIX}{os.getpid()}-")
+
+
 class _UnixHTTPConnection(http.client.HTTPConnection):
     def __init__(self, path: str) -> None:
         super().__init__("localhost")
@@ -125,7 +159,7 @@ class _Engine:
         xllamacpp = _require_xllamacpp()
         # The server always serves HTTP too: on a socket in a private directory, so it
         # takes no port and no other user can reach it. It also holds the saved states.
-        self.directory = tempfile.mkdtemp(prefix="ima-llama-")
+        self.directory = _private_directory()
         params = xllamacpp.CommonParams()
         params.model.path = model_path
         params.hostnames = [os.path.join(self.directory, "llama.sock")]
@@ -196,7 +230,12 @@ class _Engine:
         name, saved = self.saved[best]
         self.saved.move_to_end(best)
         self.current = []  # unknown if the restore fails
-        self._post("/slots/0?action=restore", {"filename": name})
+        try:
+            self._post("/slots/0?action=restore", {"filename": name})
+        except (LlamaCppError, OSError) as exc:  # costs speed, not the call
+            log.warning("cannot restore a saved llama.cpp prompt state (%s)", exc)
+            del self.saved[best]
+            return
         self.current = saved
 
     def _save(self, key: str) -> None:
@@ -208,6 +247,7 @@ class _Engine:
             self.files += 1
             name = f"state-{self.files}.bin"
         try:
+            os.utime(self.directory)  # in use: see _private_directory
             self._post("/slots/0?action=save", {"filename": name})
         except (LlamaCppError, OSError) as exc:  # a full disk costs speed, not the run
             log.warning("cannot save the llama.cpp prompt state (%s); continuing without", exc)
@@ -305,8 +345,8 @@ def _completion_params(params: dict[str, Any]) -> dict[str, Any]:
     response_format = params.pop("response_format", None)
     if response_format:
         kind = response_format.get("type")
-        if kind == "json_object":
-            params["json_schema"] = response_format.get("schema") or {}
+        if kind == "json_object":  # any JSON object unless a schema narrows it
+            params["json_schema"] = response_format.get("schema") or {"type": "object"}
         elif kind == "json_schema":
             params["json_schema"] = (response_format.get("json_schema") or {}).get("schema", {})
         elif kind != "text":
