@@ -5,6 +5,7 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
+
 .PHONY: run test lint bench clean
 
 $(BIN)/python:

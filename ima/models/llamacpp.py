@@ -57,7 +57,7 @@ BLOCK = 64
 # answer; documentation prompts are longer.
 CONTEXT = 4096
 # Saved prompt states (files of ~12 KB per token, ~15 MB for an agent prompt): one per call
-# stream, least recently used dropped first. The bundled task has 17 streams.
+# stream, least recently used dropped first. The bundled task has 16 streams.
 SAVED_STATES = 32
 # Call metadata naming a call stream: an agent and a kind of call (turn, memory update).
 STREAM_KEYS = ("ima_role", "ima_kind")
