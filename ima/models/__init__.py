@@ -80,7 +80,7 @@ def _load(
     if backend == "scripted":
         return _scripted(rest, seed, temperature)
     if backend in ("embedded", "gguf"):
-        from ima.models.embedded import ModelSetupError, load_embedded
+        from ima.models.llamacpp import ModelSetupError, load_embedded
 
         if backend == "gguf" and not rest:
             raise UserError("gguf model path missing: write gguf:/path/to/model.gguf")
