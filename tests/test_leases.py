@@ -181,7 +181,7 @@ def _transcript(db_target: str, thread: str) -> list[tuple[int, str, str]]:
 
 @pytest.mark.slow
 def test_two_resumes_at_once_one_runs_the_other_is_refused_or_waits(db_target, tmp_path):
-    """The data-loss bug of issue 10: a run killed with -9, then two `ima resume` at once.
+    """The data-loss bug two racing resumes caused: a run killed with -9, then two `ima resume` at once.
     Before leases both ran it, and the thread could end with 0 turns."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("IMA_")}
     common = ["--db", db_target, "--json"]
