@@ -392,17 +392,22 @@ def test_view_renders_in_chromium_without_errors(finished, tmp_path):
     assert all(url.startswith(("file:", "data:", "about:")) for url in requests), requests
 
 
-def test_ima_view_writes_the_page_of_a_run(cli, tmp_path, task):
-    assert cli("run", "--model", "scripted", "--thread", "v1", "--json", "--no-long-term")[0] == 0
-    code, out, _ = cli("view", "v1")
+def test_ima_view_writes_the_page_of_a_run(cli, tmp_path, task, db_target):
+    db = ["--db", db_target]
+    assert (
+        cli("run", "--model", "scripted", "--thread", "v1", "--json", "--no-long-term", *db)[0] == 0
+    )
+    code, out, _ = cli("view", "v1", *db)
     page = tmp_path / "runs" / "v1" / "view.html"
     assert code == 0 and str(page) in out
     html = page.read_text()
     assert "Conversation Delegation Agent" in html  # role names from the task
     assert html.count('<li class="turn ') == turns_to_finalize(task)  # every turn, once
+    assert "Cumulative tokens of agent turns and memory updates" in html
+    assert "round 1" in html  # each turn shows the round of its phase
     other = tmp_path / "elsewhere.html"
-    assert cli("view", "v1", "--out", str(other))[0] == 0 and other.exists()
-    code, _, err = cli("view", "ghost")
+    assert cli("view", "v1", "--out", str(other), *db)[0] == 0 and other.exists()
+    code, _, err = cli("view", "ghost", *db)
     assert code == 2 and "unknown thread 'ghost'" in err
-    code, _, err = cli("view", "v1", "--out", str(tmp_path / "no" / "such" / "dir" / "v.html"))
+    code, _, err = cli("view", "v1", "--out", str(tmp_path / "no" / "such" / "dir" / "v.html"), *db)
     assert code == 2 and "does not exist" in err and "Traceback" not in err

@@ -46,6 +46,7 @@ class Turn(TypedDict):
     index: int  # 1-based position in the conversation
     speaker: str
     phase: str
+    round: NotRequired[int]  # round within the phase
     content: str
     flags: list[str]  # parsed markers: ACCEPT, REJECT, FINALIZE
     tokens: int  # tiktoken count of the turn as rendered in a context, computed once
@@ -69,6 +70,7 @@ class MemoryVersion(TypedDict):
     turn: int  # the agent's own turn that caused it (0: starting memory)
     text: str
     template: str
+    usage: NotRequired[CallUsage]  # the rewrite's model call (absent for version 0)
 
 
 class FinalOutput(TypedDict):

@@ -42,6 +42,7 @@ def make_agent_node(task: Task, role_id: str, with_memory: bool) -> Callable[...
             index=index,
             speaker=role_id,
             phase=state["phase"],
+            round=state["phase_round"],
             content=text,
             flags=parse_flags(text, voting=is_vote(schedule, role_id, state["phase"])),
             tokens=count_tokens(render_turn(index, role_id, text)),

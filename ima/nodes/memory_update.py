@@ -79,6 +79,7 @@ def make_memory_node(task: Task, role_id: str) -> Callable[..., dict[str, Any]]:
                     turn=latest["index"],
                     text=text,
                     template=settings.template,
+                    usage=usage,
                 )
             ]
             runtime.stream_writer(

@@ -129,19 +129,32 @@ def turn_token_chart(turns: list[TurnView]) -> Markup | None:
     return stacked_bars(bars, TURN_TOKEN_SERIES, label="Tokens of each agent turn", min_width=FULL)
 
 
-def cumulative_chart(turns: list[TurnView]) -> Markup | None:
+def memory_tokens_by_turn(values: dict[str, Any]) -> dict[int, float]:
+    """Tokens of the memory updates each turn caused (runs that recorded them)."""
+    spent: dict[int, float] = {}
+    for entry in values.get("memory_log") or []:
+        usage = entry.get("usage")
+        if usage and entry.get("turn"):
+            tokens = usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
+            spent[entry["turn"]] = spent.get(entry["turn"], 0) + tokens
+    return spent
+
+
+def cumulative_chart(turns: list[TurnView], memory: dict[int, float]) -> Markup | None:
+    """Tokens spent so far after each turn: its call, plus the memory update it caused."""
     if not turns:
         return None
     points = [
         Point(
             label=str(t.index),
-            value=t.usage["input_tokens"] + t.usage["output_tokens"],
+            value=t.usage["input_tokens"] + t.usage["output_tokens"] + memory.get(t.index, 0),
             colour=t.agent.colour,
             tooltip=f"turn {t.index} · {t.agent.id}",
         )
         for t in turns
     ]
-    return cumulative_line(points, label="Cumulative tokens of agent turns", min_width=HALF)
+    label = "Cumulative tokens of agent turns" + (" and memory updates" if memory else "")
+    return cumulative_line(points, label=label, min_width=HALF)
 
 
 def usage_sums(run: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:

@@ -138,7 +138,7 @@ def build_page(run: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
         "prompt_turns": [t for t in turns if t.prompt],
         "turn_chart": figures.turn_token_chart(turns),
         "turn_series": figures.TURN_TOKEN_SERIES,
-        "cumulative_chart": figures.cumulative_chart(turns),
+        "cumulative_chart": figures.cumulative_chart(turns, figures.memory_tokens_by_turn(values)),
         "agent_chart": figures.agent_kind_chart(sums, agents),
         "kind_series": figures.kind_series(figures.ordered_kinds(sums)),
         "usage": figures.usage_rows(sums, agents),
