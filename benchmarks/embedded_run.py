@@ -26,16 +26,23 @@ VARIANTS = {"before": ["--memory-prompt", "full"], "after": []}
 OLD_ENGINE = {"wall_seconds": 544.0, "input_tokens": 102_804, "output_tokens": 9_489}
 
 
-def run(variant: str, turn_cap: int | None, tmp: Path) -> dict[str, Any]:
-    args = [sys.executable, "-m", "ima", "run", "--no-long-term", "--json", "--seed", "0"]
-    args += ["--thread", variant, "--out", str(tmp / "runs"), "--db", str(tmp / "ima.sqlite")]
-    args += VARIANTS[variant] + (["--turn-cap", str(turn_cap)] if turn_cap else [])
+def ima(*args: str) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("IMA_")}
     env["IMA_CONFIG"] = os.devnull
-    proc = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    command = [sys.executable, "-m", "ima", *args]
+    proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        raise SystemExit(f"{variant} run failed:\n{proc.stderr[-2000:]}")
+        raise SystemExit(f"`ima {' '.join(args)}` failed:\n{proc.stderr[-2000:]}")
     return json.loads(proc.stdout)
+
+
+def run(variant: str, turn_cap: int | None, tmp: Path) -> dict[str, Any]:
+    """The run record, with the content metrics `ima show` gives."""
+    db = ["--db", str(tmp / "ima.sqlite")]
+    args = ["run", "--no-long-term", "--json", "--seed", "0", "--thread", variant, *db]
+    args += ["--out", str(tmp / "runs"), *VARIANTS[variant]]
+    record = ima(*args, *(["--turn-cap", str(turn_cap)] if turn_cap else []))
+    return record | {"content": ima("show", variant, "--json", *db)["content"]}
 
 
 def evaluated(usage: dict[str, Any]) -> int:
@@ -63,6 +70,14 @@ def main(argv: list[str] | None = None) -> int:
         before, after = get(records["before"]), get(records["after"])
         ratio = after / before if before else float("nan")
         print(f"{label:24}{before:>12,.0f}{after:>12,.0f}{ratio:>14.2f}")
+    for key in ("parroting_turns_pct", "parroting_design_pct", "repetition_turns_pct"):
+        before, after = (records[v]["content"][key] or 0 for v in VARIANTS)
+        print(f"{key.replace('_', ' '):24}{before:>12.1f}{after:>12.1f}")
+    for key in ("figures_in_design", "figures_in_spec"):
+        print(
+            f"{key.replace('_', ' '):24}"
+            + "".join(f"{records[v]['content'][key]:>12}" for v in VARIANTS)
+        )
     statuses = {v: r["status"] for v, r in records.items()}
     print(f"status: {statuses}")
     if not args.turn_cap:
