@@ -188,3 +188,17 @@ def test_lost_saved_states_cost_speed_not_answers(model: EmbeddedChatModel) -> N
     model.invoke([HumanMessage(content="Unrelated question?")])  # the slot moves away
     again = model.invoke(question, config=_role("lost"))
     assert again.content == first.content
+
+
+@pytest.mark.model
+def test_sampling_depends_on_the_seed_and_nothing_else(model: EmbeddedChatModel) -> None:
+    ask = [HumanMessage(content="Invent a name for a data pipeline and say why.")]
+
+    def sample(seed: int) -> str:
+        sampled = model.model_copy(update={"temperature": 1.0, "seed": seed, "max_tokens": 24})
+        return str(sampled.invoke(ask).content)
+
+    first = sample(1)
+    model.invoke(QUESTION)  # something else runs in between
+    assert sample(1) == first  # the same seed, the same sample
+    assert sample(2) != first  # another seed, another sample
