@@ -94,7 +94,10 @@ def _node() -> str:
 NODE = _node()
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process with this id runs on this machine."""
+    if pid <= 0:
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -120,7 +123,7 @@ class Holder:
     @property
     def dead(self) -> bool:
         """Certainly dead: a process of this machine that no longer exists."""
-        return bool(NODE) and self.node == NODE and not _alive(self.pid)
+        return bool(NODE) and self.node == NODE and not process_alive(self.pid)
 
     def describe(self) -> str:
         started = datetime.fromtimestamp(self.since).strftime("%Y-%m-%d %H:%M:%S")

@@ -4,7 +4,6 @@ database), so any command on any machine can show, resume or export a run."""
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -50,7 +49,7 @@ class RunRecord:
     @property
     def shown_status(self) -> str:
         """`running` only while a process holds it; a killed run shows as interrupted."""
-        alive = self.live if self.live is not None else _alive(self.pid)
+        alive = self.live if self.live is not None else leases.process_alive(self.pid)
         if self.status == "running" and not alive:
             return "interrupted"
         return self.status
@@ -59,18 +58,6 @@ class RunRecord:
         data = asdict(self)
         data.pop("live")
         return data
-
-
-def _alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class RunRegistry:
