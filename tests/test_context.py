@@ -100,3 +100,22 @@ def test_baseline_context_has_no_memory_but_same_budget(task):
     prompts = [msgs for meta, msgs in recorder.calls if meta.get("ima_kind") == "agent_turn"]
     assert all("# Your memory" not in human.content for _, human in prompts)
     assert all(count_tokens(s.content) + count_tokens(h.content) <= 1100 for s, h in prompts)
+
+
+def test_a_memory_update_sees_its_own_turn_and_the_task_only_in_the_full_layout(task):
+    brief = task.description.strip()[:200]
+    for layout, shows_task in (("lean", False), ("full", True)):
+        recorder = PromptRecorder()
+        graph = compile_graph(task, "intrinsic", checkpointer=InMemorySaver())
+        out = graph.invoke(
+            {},
+            {"configurable": {"thread_id": layout}, "callbacks": [recorder]},
+            context=RunContext(model="scripted", turn_cap=4, memory_prompt=layout),
+        )
+        updates = recorder.of_kind("memory_update")
+        assert len(updates) == len(out["transcript"]) == 4
+        for meta, (system, human) in updates:
+            own = out["transcript"][meta["ima_turn"] - 1]
+            assert own["speaker"] == meta["ima_role"]
+            assert own["content"] in human.content
+            assert (brief in system.content) is shows_task, layout

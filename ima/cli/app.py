@@ -229,6 +229,13 @@ def run(
             "(env IMA_MEMORY_CONCURRENCY)."
         ),
     ] = None,
+    memory_prompt: Annotated[
+        str | None,
+        typer.Option(
+            help="What a memory update is shown: lean (role, template, memory so far, latest "
+            "turn) or full (also the whole task) (env IMA_MEMORY_PROMPT)."
+        ),
+    ] = None,
     brief_file: Annotated[
         Path | None, typer.Option(help="A text file whose brief replaces the task's description.")
     ] = None,
@@ -289,6 +296,7 @@ def run(
         "temperature": temperature,
         "top_p": top_p,
         "memory_concurrency": memory_concurrency,
+        "memory_prompt": memory_prompt,
         "review": True if (review or approve) else None,
         "long_term": long_term,
     }
