@@ -119,7 +119,7 @@ def test_report_only_reanalyses_without_running(ima_eval, tmp_path, monkeypatch)
     out = tmp_path / "ev"
     assert (
         ima_eval(
-            "--model", "scripted", "--pairs", "1", "--turn-cap", "4", "--out", str(out)
+            "--model", "scripted", "--pairs", "2", "--turn-cap", "4", "--out", str(out)
         ).exit_code
         == 0
     )
@@ -135,6 +135,11 @@ def test_report_only_reanalyses_without_running(ima_eval, tmp_path, monkeypatch)
     result = ima_eval("--report-only", str(out))
     assert result.exit_code == 0, result.output
     assert (out / "report.md").exists() and (out / "judge_scores.png").exists()
+    from ima.cli import evaluate
+
+    monkeypatch.setattr(evaluate.console, "width", 60)  # a narrow terminal wraps, never cuts
+    narrow = ima_eval("--report-only", str(out)).output
+    assert "Judge" in narrow and "…" not in narrow
 
     missing = ima_eval("--report-only", str(tmp_path / "nothing"))
     assert isinstance(missing.exception, UserError)

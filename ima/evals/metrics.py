@@ -145,14 +145,14 @@ def metrics_for(rows: list[dict[str, Any]]) -> list[Metric]:
                 "Input tokens evaluated",
                 lambda r: _input(r, "new"),
                 ",.0f",
-                short=" · evaluated in",
+                short=" · evaluated",
             ),
             Metric(
                 "input_cached",
                 "Input tokens from cache",
                 lambda r: _input(r, "cached"),
                 ",.0f",
-                short=" · cached in",
+                short=" · cached",
             ),
         ]
     out += [

@@ -36,11 +36,11 @@ def comparison_table(cell: Cell) -> Table:
             f"token ratio intrinsic/baseline {fmt_ratio(cell.token_ratio())} (paper +32%)"
         ),
     )
-    table.add_column("Metric", no_wrap=True)
-    table.add_column("Baseline\nmean ± sd", justify="right", no_wrap=True)
-    table.add_column("Intrinsic\nmean ± sd", justify="right", no_wrap=True)
-    table.add_column("median\nB / I", justify="right", no_wrap=True)
-    table.add_column("p\nrank-sum", justify="right", no_wrap=True)
+    table.add_column("Metric", min_width=12, overflow="fold")
+    table.add_column("Baseline\nmean ± sd", justify="right", overflow="fold")
+    table.add_column("Intrinsic\nmean ± sd", justify="right", overflow="fold")
+    table.add_column("median\nB / I", justify="right", overflow="fold")
+    table.add_column("p\nrank-sum", justify="right", overflow="fold")
     for c in cell.compare():
         style = "bold" if c.metric.name in ("tokens", "coverage", "judge_mean") else None
         table.add_row(
