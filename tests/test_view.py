@@ -394,9 +394,8 @@ def test_view_renders_in_chromium_without_errors(finished, tmp_path):
 
 def test_ima_view_writes_the_page_of_a_run(cli, tmp_path, task, db_target):
     db = ["--db", db_target]
-    assert (
-        cli("run", "--model", "scripted", "--thread", "v1", "--json", "--no-long-term", *db)[0] == 0
-    )
+    code, out, _ = cli("run", "--model", "scripted", "--thread", "v1", "--no-long-term", *db)
+    assert code == 0 and "ima view v1 --open" in out  # the run says how to look at it
     code, out, _ = cli("view", "v1", *db)
     page = tmp_path / "runs" / "v1" / "view.html"
     assert code == 0 and str(page) in out

@@ -84,6 +84,10 @@ def _finish(record: RunRecord, values: dict[str, Any], as_json: bool) -> None:
             f"outputs in {out}"
         )
     )
+    console.print(
+        Text(f"see the meeting and every memory: ima view {record.thread_id} --open"),
+        soft_wrap=True,
+    )
 
 
 def _reviewer(approve: bool, as_json: bool, view: display.LiveView | None) -> Reviewer | None:
