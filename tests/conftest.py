@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,7 +15,31 @@ from langgraph.checkpoint.memory import InMemorySaver
 from ima.core.settings import RunContext
 from ima.graph.builder import compile_graph
 from ima.method.schedule import round_order
+from ima.runs.registry import RunRegistry
+from ima.runs.runner import load_state
 from ima.tasks import Task, load_task
+
+
+def start_ima(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """`ima ARGS` in a process of its own (to kill or race it), its output captured."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "ima", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def turns_so_far(db: str, thread: str) -> int:
+    """Turns in a thread's latest checkpoint; 0 before the run is registered."""
+    registry = RunRegistry(db)
+    try:
+        record = registry.find(thread)
+    finally:
+        registry.close()
+    return len(load_state(record, db).get("transcript", [])) if record else 0
 
 
 def rounds_to_finalize(task: Task, rejected_votes: int = 0) -> int:

@@ -7,12 +7,11 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from conftest import start_ima, turns_so_far
 
 from ima.evals import runner as eval_runner
 from ima.evals.queue import SharedEvaluation
@@ -134,35 +133,24 @@ def test_a_killed_workers_run_is_continued_by_another_exactly_once(db_target, tm
     env = {k: v for k, v in os.environ.items() if not k.startswith("IMA_")}
     env["IMA_LEASE_SECONDS"] = "3"
 
-    def ima(*args: str) -> subprocess.Popen[str]:
-        return subprocess.Popen(
-            [sys.executable, "-m", "ima", *args],
-            cwd=tmp_path,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-
     model = ["--model", "scripted:delay=0.05", "--pairs", "1", "--turn-cap", "30", "--out", "ev"]
-    queued = ima("eval", *model, "--db", db_target)
+    queued = start_ima("eval", *model, "--db", db_target, cwd=tmp_path, env=env)
     assert queued.wait(120) == 0, queued.communicate()
-    victim = ima("worker", "--db", db_target, "--poll", "0.2")
+    victim = start_ima("worker", "--db", db_target, "--poll", "0.2", cwd=tmp_path, env=env)
     db = open_database(db_target)
     thread = "ev--data-pipeline-intrinsic-generic-b2048-s0"
     deadline = time.monotonic() + 120
     turns = 0
     while time.monotonic() < deadline and turns < 6:
         time.sleep(0.2)
-        registry = RunRegistry(db)
-        record = registry.find(thread)
-        registry.close()
-        turns = len(load_state(record, db).get("transcript", [])) if record else 0
+        turns = turns_so_far(db_target, thread)
     victim.send_signal(signal.SIGKILL)
     victim.wait()
     assert 6 <= turns < 30, "killed mid-run"
 
-    rescuer = ima("worker", "--db", db_target, "--until-done", "--poll", "0.2")
+    rescuer = start_ima(
+        "worker", "--db", db_target, "--until-done", "--poll", "0.2", cwd=tmp_path, env=env
+    )
     out, err = rescuer.communicate(timeout=300)
     assert rescuer.returncode == 0, err
     assert "done: 2 run(s), 0 failed" in out

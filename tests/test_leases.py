@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import start_ima, turns_so_far
 
 from ima.core.settings import RunContext
 from ima.runs import leases
@@ -159,17 +160,6 @@ def test_a_run_that_lost_its_lease_stops_before_writing_and_leaves_the_new_holde
     registry.close()
 
 
-def ima(*args: str, cwd: Path, env: dict | None = None) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "ima", *args],
-        cwd=cwd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
 def _transcript(db_target: str, thread: str) -> list[tuple[int, str, str]]:
     registry = RunRegistry(db_target)
     try:
@@ -186,31 +176,26 @@ def test_two_resumes_at_once_one_runs_the_other_is_refused_or_waits(db_target, t
     env = {k: v for k, v in os.environ.items() if not k.startswith("IMA_")}
     common = ["--db", db_target, "--json"]
     run = ["--model", "scripted:delay=0.05", "--seed", "3", "--no-long-term", *common]
-    killed = ima("run", "--thread", "t", *run, cwd=tmp_path, env=env)
+    killed = start_ima("run", "--thread", "t", *run, cwd=tmp_path, env=env)
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and turns_so_far(db_target, "t") < 8:
         time.sleep(0.2)
-        registry = RunRegistry(db_target)
-        record = registry.find("t")
-        registry.close()
-        if record and len(load_state(record, db_target).get("transcript", [])) >= 8:
-            break
     killed.send_signal(signal.SIGKILL)
     killed.wait()
 
-    resumes = [ima("resume", "t", *common, cwd=tmp_path, env=env) for _ in range(2)]
+    resumes = [start_ima("resume", "t", *common, cwd=tmp_path, env=env) for _ in range(2)]
     outcomes = [(p.wait(300), *p.communicate()) for p in resumes]
     codes = sorted(code for code, _, _ in outcomes)
     assert codes == [0, 2], outcomes
     refused = next(err for code, _, err in outcomes if code == 2)
     assert "thread t is being run by process" in refused, refused
 
-    reference = ima("run", "--thread", "ref", *run, cwd=tmp_path, env=env)
+    reference = start_ima("run", "--thread", "ref", *run, cwd=tmp_path, env=env)
     assert reference.wait(300) == 0, reference.communicate()
     assert _transcript(db_target, "t") == _transcript(db_target, "ref")
 
     # --wait: the second waits, then finds the run ended and never runs it again
-    again = [ima("resume", "t", "--wait", *common, cwd=tmp_path, env=env) for _ in range(2)]
+    again = [start_ima("resume", "t", "--wait", *common, cwd=tmp_path, env=env) for _ in range(2)]
     for proc in again:
         assert proc.wait(300) == 2
         assert "run t already ended (finalized)" in proc.communicate()[1]

@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import turns_so_far
 
 from ima.runs.registry import RunRegistry
-from ima.runs.runner import load_state
 
 pytestmark = pytest.mark.slow
 
@@ -28,15 +28,6 @@ def ima(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def made(db: str) -> bool:
     """A SQLite file exists once the run created it (reading it earlier would create it)."""
     return "://" in db or Path(db).exists()
-
-
-def turns_so_far(db: str, thread: str) -> int:
-    registry = RunRegistry(db)
-    try:
-        record = registry.find(thread)
-    finally:
-        registry.close()
-    return len(load_state(record, db).get("transcript", [])) if record else 0
 
 
 @pytest.mark.parametrize("concurrency", ["1", "2"])

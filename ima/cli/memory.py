@@ -23,6 +23,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from ima.cli.options import JsonOpt
 from ima.core.errors import UserError
 from ima.longterm.errors import MemoryUnavailable
 from ima.longterm.hub import Entry, MemoryHub
@@ -49,7 +50,6 @@ StoreOpt = Annotated[
         "the same PostgreSQL database).",
     ),
 ]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 ItemArg = Annotated[
     str, typer.Argument(help="Item id (or a unique prefix), see `ima memory list`.")
 ]

@@ -33,4 +33,12 @@ DbOpt = Annotated[
         "them between machines (env IMA_DB; default runs/ima.sqlite).",
     ),
 ]
+SharedDbOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        help="The shared database: postgresql://USER@HOST:PORT/DBNAME, or a SQLite file for "
+        "workers on one machine (env IMA_DB).",
+    ),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON on stdout for scripts.")]

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ima.cli.evaluate import _row_line
+from ima.cli.options import JsonOpt, SharedDbOpt
 from ima.evals.queue import Job, eval_name, progress
 from ima.evals.worker import Worker
 from ima.runs.database import open_database
@@ -21,18 +22,9 @@ from ima.runs.database import open_database
 console = Console()
 err = Console(stderr=True, soft_wrap=True)
 
-DbOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--db",
-        help="The shared database: postgresql://USER@HOST:PORT/DBNAME, or a SQLite file for "
-        "workers on one machine (env IMA_DB).",
-    ),
-]
-
 
 def worker_command(
-    db: DbOpt = None,
+    db: SharedDbOpt = None,
     evaluation: Annotated[
         str | None,
         typer.Option("--eval", metavar="DIR", help="Only runs of this evaluation (its --out)."),
@@ -83,7 +75,8 @@ def worker_command(
     except KeyboardInterrupt:
         err.print("stopped: a run it held is free again and continues on the next claim")
         raise typer.Exit(130) from None
-    console.print(f"done: {tally.done} run(s), {tally.failed} failed", highlight=False)
+    lost = f", {tally.lost} taken over by another worker" if tally.lost else ""
+    console.print(f"done: {tally.done} run(s), {tally.failed} failed{lost}", highlight=False)
 
 
 def _ago(ts: float) -> str:
@@ -94,12 +87,12 @@ def _ago(ts: float) -> str:
 
 
 def status_command(
-    db: DbOpt = None,
+    db: SharedDbOpt = None,
     out: Annotated[
         str | None,
         typer.Option("--out", metavar="DIR", help="Only this evaluation (its --out)."),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Progress of evaluations in a shared database: done / running / queued / failed, and
     what each worker did and runs now."""

@@ -19,7 +19,7 @@ from typing import Any
 from ima.core.errors import UserError
 from ima.runs import leases
 from ima.runs.database import Database, Sql
-from ima.runs.leases import Lease, LeaseSettings, lease_settings
+from ima.runs.leases import Lease, lease_settings
 
 EVALS, JOBS, RESULTS = "ima_evals", "ima_eval_jobs", "ima_eval_results"
 STATES = ("queued", "running", "done", "failed")
@@ -168,12 +168,11 @@ class SharedEvaluation:
             )
 
 
-def claim(
-    db: Database, worker: str, only: str | None = None, settings: LeaseSettings | None = None
-) -> tuple[Job, Lease] | None:
+def claim(db: Database, worker: str, only: str | None = None) -> tuple[Job, Lease] | None:
     """The next claimable job of any evaluation (or of `only`) with its thread's lease,
     both taken in one transaction; None when nothing is claimable now."""
     set_up(db)
+    settings = lease_settings()
     for _ in range(20):  # a race on the lease: look again
         with db.transaction() as sql:
             text = _CLAIMABLE.replace("{only}", "AND j.eval = %s" if only else "").replace(
@@ -182,7 +181,7 @@ def claim(
             row = sql.one(text, (only,) if only else ())
             if row is None:
                 return None
-            lease = Lease(db, row["thread_id"], settings or lease_settings())
+            lease = Lease(db, row["thread_id"], settings)
             if not leases.claim_in(sql, lease):
                 continue
             sql.execute(

@@ -13,7 +13,7 @@ import os
 import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +29,7 @@ Notify = Callable[[str, Job, dict[str, Any]], None]  # (start | event | done | f
 class Tally:
     done: int = 0
     failed: int = 0
-    lost: int = 0
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    lost: int = 0  # runs another worker took over (this one lost the lease)
 
 
 class Worker:
@@ -51,10 +50,10 @@ class Worker:
         self.id = worker_id(socket.gethostname(), os.getpid())
         self.tally = Tally()
 
-    def run(self, *, until_done: bool = False, max_jobs: int | None = None) -> Tally:
+    def run(self, *, until_done: bool = False) -> Tally:
         """Claim and run jobs; with `until_done`, stop once no job is queued or running
         anywhere (else keep polling for new evaluations)."""
-        while max_jobs is None or self.tally.done + self.tally.failed < max_jobs:
+        while True:
             claimed = claim(self.db, self.id, self.only)
             if claimed is None:
                 if until_done and pending(self.db, self.only) == 0:
@@ -71,7 +70,7 @@ class Worker:
     def run_job(self, job: Job, lease: Lease) -> None:
         shared = SharedEvaluation(self.db, job.eval)
         run = PlannedRun(**job.run)
-        self.notify("start", job, {"attempt": True})
+        self.notify("start", job, {})
         try:
             config = shared.read_config()
             if config is None:
@@ -94,7 +93,6 @@ class Worker:
         else:
             shared.finish(job, self.id)
             self.tally.done += 1
-            self.tally.rows.append(row)
             self.notify("done", job, {"row": row})
 
     def _event(self, job: Job, event: Event) -> None:

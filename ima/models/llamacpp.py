@@ -42,6 +42,7 @@ from langchain_core.messages.ai import InputTokenDetails, UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
+from ima.core.processes import process_alive
 from ima.models.weights import ModelSetupError, check_gguf, ensure_default_gguf, install_hint
 
 if TYPE_CHECKING:
@@ -86,16 +87,6 @@ _DIRECTORY_PREFIX = "ima-llama-"
 _STALE_SECONDS = 600
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
-
-
 def _private_directory() -> str:
     """A new private temporary directory for the server's socket and saved states.
 
@@ -107,7 +98,7 @@ def _private_directory() -> str:
     for old in Path(tempfile.gettempdir()).glob(f"{_DIRECTORY_PREFIX}*-*"):
         pid = old.name.removeprefix(_DIRECTORY_PREFIX).split("-", 1)[0]
         try:
-            stale = pid.isdigit() and not _alive(int(pid)) and old.stat().st_mtime < cutoff
+            stale = pid.isdigit() and not process_alive(int(pid)) and old.stat().st_mtime < cutoff
         except OSError:
             continue
         if stale:

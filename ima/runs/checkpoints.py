@@ -50,7 +50,12 @@ class CompressedSerializer(JsonPlusSerializer):
 
 class Fenced:
     """A saver that asks `fence` before every write: a process whose lease on the thread
-    is gone (or cannot be confirmed) raises there, before it can write over another's run."""
+    is gone (or cannot be confirmed) raises there, before it can write over another's run.
+
+    It also writes integer channel versions (LangGraph's default scheme) where both savers
+    write 49-character strings: every checkpoint lists a version per channel twice
+    (channel_versions, versions_seen); integers take 1-3 bytes. Threads that began with
+    string versions keep them, so older databases resume unchanged."""
 
     fence: Callable[[], None] | None = None
 
@@ -64,30 +69,19 @@ class Fenced:
             self.fence()
         return super().put_writes(*args, **kwargs)  # type: ignore[misc]
 
-
-# Integer channel versions (LangGraph's default scheme) where both savers write
-# 49-character strings: every checkpoint lists a version per channel twice
-# (channel_versions, versions_seen); integers take 1-3 bytes. Threads that began with
-# string versions keep them, so older databases resume unchanged.
+    def get_next_version(self, current: str | int | None, channel: None = None) -> Any:
+        if isinstance(current, str):
+            return super().get_next_version(current, channel)  # type: ignore[misc]
+        return (current or 0) + 1
 
 
 class Checkpointer(Fenced, SqliteSaver):
     """SqliteSaver with integer channel versions and a lease fence."""
 
-    def get_next_version(self, current: str | int | None, channel: None = None) -> Any:  # type: ignore[override]
-        if isinstance(current, str):
-            return super().get_next_version(current, channel)
-        return (current or 0) + 1
-
 
 class PostgresCheckpointer(Fenced, PostgresSaver):
     """PostgresSaver with integer channel versions (its blobs table keeps them as text and
     only ever compares them for equality), compressed blobs and a lease fence."""
-
-    def get_next_version(self, current: str | int | None, channel: None = None) -> Any:  # type: ignore[override]
-        if isinstance(current, str):
-            return super().get_next_version(current, channel)
-        return (current or 0) + 1
 
 
 def _snapshot_values(

@@ -295,6 +295,18 @@ def open_database(
     return PostgresDatabase(text)
 
 
+@contextmanager
+def using(target: str | Path | Database | None, *, read_only: bool = False) -> Iterator[Database]:
+    """`target` as a Database for a `with` block: closed at the end if it was opened here,
+    left open if the caller passed one it owns."""
+    database = open_database(target, read_only=read_only)
+    try:
+        yield database
+    finally:
+        if database is not target:
+            database.close()
+
+
 def memory_location(memory_store: str = "", db: str | None = None) -> str:
     """Where long-term memory lives: the memory_store setting, else beside the runs
     database (--db / IMA_DB): memory.sqlite next to a SQLite file, or the same PostgreSQL

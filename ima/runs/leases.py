@@ -29,6 +29,7 @@ from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ima.core.errors import UserError
+from ima.core.processes import process_alive
 from ima.runs.database import Database, Sql
 
 TABLE = "ima_leases"
@@ -94,19 +95,6 @@ def _node() -> str:
 NODE = _node()
 
 
-def process_alive(pid: int) -> bool:
-    """Whether a process with this id runs on this machine."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 @dataclass(frozen=True)
 class Holder:
     """Who holds a thread's lease, as the lease row says."""
@@ -151,14 +139,20 @@ def holders(db: Database, threads: list[str] | None = None) -> dict[str, Holder]
     set_up(db)
     try:
         with db.session() as sql:
-            rows = sql.all(f"SELECT * FROM {TABLE} WHERE expires >= {{now}}")
+            query = f"SELECT * FROM {TABLE} WHERE expires >= {{now}}"
+            if threads is None:
+                rows = sql.all(query)
+            elif threads:
+                marks = ", ".join(["%s"] * len(threads))
+                rows = sql.all(f"{query} AND thread_id IN ({marks})", threads)
+            else:
+                rows = []
     except sqlite3.OperationalError as exc:  # a read-only database from before leases
         if "no such table" not in str(exc):
             raise
         rows = []
-    found = {r["thread_id"]: Holder(**r) for r in rows}
-    found = {t: h for t, h in found.items() if not h.dead}
-    return found if threads is None else {t: h for t, h in found.items() if t in threads}
+    found = (Holder(**r) for r in rows)
+    return {h.thread_id: h for h in found if not h.dead}
 
 
 class Lease:

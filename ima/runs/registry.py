@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ima.core.errors import UserError
+from ima.core.processes import process_alive
 from ima.core.settings import RunContext
 from ima.runs import leases
 from ima.runs.database import Database, open_database
@@ -49,7 +50,7 @@ class RunRecord:
     @property
     def shown_status(self) -> str:
         """`running` only while a process holds it; a killed run shows as interrupted."""
-        alive = self.live if self.live is not None else leases.process_alive(self.pid)
+        alive = self.live if self.live is not None else process_alive(self.pid)
         if self.status == "running" and not alive:
             return "interrupted"
         return self.status
@@ -95,8 +96,10 @@ class RunRegistry:
             )
         return added == 1
 
-    def _records(self, rows: list[dict[str, Any]]) -> list[RunRecord]:
-        live = leases.holders(self.db)
+    def _records(
+        self, rows: list[dict[str, Any]], threads: list[str] | None = None
+    ) -> list[RunRecord]:
+        live = leases.holders(self.db, threads)
         records = []
         for row in rows:
             record = RunRecord(**json.loads(row["record"]))
@@ -107,7 +110,7 @@ class RunRegistry:
     def find(self, thread_id: str) -> RunRecord | None:
         with self.db.session() as sql:
             row = sql.one(f"SELECT record FROM {TABLE} WHERE thread_id = %s", (thread_id,))
-        return self._records([row])[0] if row else None
+        return self._records([row], [thread_id])[0] if row else None
 
     def get(self, thread_id: str) -> RunRecord:
         record = self.find(thread_id)

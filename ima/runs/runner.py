@@ -24,7 +24,7 @@ from ima.method.schedule import initial_position
 from ima.models import agent_model, memory_model
 from ima.runs import leases
 from ima.runs.checkpoints import compact_thread
-from ima.runs.database import Database, open_database
+from ima.runs.database import Database, using
 from ima.runs.leases import Holder, Lease, LeaseLost, ThreadBusy
 from ima.runs.outputs import check_output_dir, run_record, write_outputs
 from ima.runs.registry import RunRecord, RunRegistry
@@ -173,13 +173,11 @@ def execute(
     pending review; `reviewer` is asked whenever the graph pauses for one. Checkpoints are
     synced after every step, so a killed process loses at most one step.
     """
-    database = open_database(db)
-    try:
-        with _holding(database, record.thread_id, lease, wait, on_wait) as held:
-            return _advance(database, held, record, listener, reviewer, answer)
-    finally:
-        if database is not db:
-            database.close()
+    with (
+        using(db) as database,
+        _holding(database, record.thread_id, lease, wait, on_wait) as held,
+    ):
+        return _advance(database, held, record, listener, reviewer, answer)
 
 
 def _advance(
@@ -284,12 +282,8 @@ def resumable(record: RunRecord, db: Target | None = None, *, wait: bool = False
         raise RunEnded(record)
     if db is None or wait:
         return
-    database = open_database(db)
-    try:
+    with using(db) as database:
         holder = leases.holders(database, [record.thread_id]).get(record.thread_id)
-    finally:
-        if database is not db:
-            database.close()
     if holder is not None:
         raise ThreadBusy(holder)
 
@@ -302,21 +296,14 @@ def load_state(record: RunRecord, db: Target) -> dict[str, Any]:
 def _snapshot(record: RunRecord, db: Target) -> StateSnapshot | None:
     """The thread's latest state, read through the graph it was built with (a SQLite file
     is only read); None when no run in this database has written a checkpoint yet."""
-    database = open_database(db, read_only=True)
-    try:
-        with database.checkpointer() as saver:
-            graph = compile_graph(
-                load_task(record.task_ref), record.memory_mode, checkpointer=saver
-            )  # type: ignore[arg-type]
-            try:
-                return graph.get_state({"configurable": {"thread_id": record.thread_id}})
-            except sqlite3.OperationalError as exc:
-                if "no such table" in str(exc):
-                    return None
-                raise
-    finally:
-        if database is not db:
-            database.close()
+    with using(db, read_only=True) as database, database.checkpointer() as saver:
+        graph = compile_graph(load_task(record.task_ref), record.memory_mode, checkpointer=saver)  # type: ignore[arg-type]
+        try:
+            return graph.get_state({"configurable": {"thread_id": record.thread_id}})
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return None
+            raise
 
 
 def export_outputs(record: RunRecord, db: Target, out_dir: Path | None = None) -> Path:
