@@ -128,6 +128,24 @@ def test_a_worker_refuses_a_thread_someone_else_runs(cli, db_target, env_clean):
     db.close()
 
 
+def test_a_worker_with_no_database_or_nothing_queued_says_so(cli, db_target, tmp_path, env_clean):
+    """A worker pointed at the wrong place must not sit idle or exit 0 in silence."""
+    missing = tmp_path / "dir" / "missing.sqlite"
+    code, _, err = cli("worker", "--db", str(missing), "--until-done")
+    assert code == 2 and err.startswith("error: no database at ") and str(missing) in err, err
+    assert len(err.strip().splitlines()) == 1 and not missing.exists()
+
+    RunRegistry(db_target).close()  # a runs database, but no evaluation in it
+    code, _, err = cli("worker", "--db", db_target, "--until-done")
+    assert code == 2 and "no evaluation queue in" in err and "ima eval --db" in err, err
+
+    assert cli("eval", *EVAL, "--pairs", "1", "--db", db_target)[0] == 0
+    code, _, err = cli("worker", "--db", db_target, "--eval", "other", "--until-done")
+    assert code == 2 and "no evaluation other in" in err and "(it has ev)" in err, err
+    code, _, err = cli("eval", "status", "--db", str(missing))
+    assert code == 2 and "no database at" in err and not missing.exists()
+
+
 @pytest.mark.slow
 def test_a_killed_workers_run_is_continued_by_another_exactly_once(db_target, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("IMA_")}
