@@ -194,3 +194,24 @@ def test_runs_never_cut_a_thread_id_in_a_narrow_terminal(cli, monkeypatch):
     assert code == 0 and thread in out
     assert all(len(line) <= 80 for line in out.splitlines())
     assert "finalized" in out and "…" not in out
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["run", "--budget", "abc"], ["--budget should be a valid integer, not 'abc'"]),
+        (["run", "--seed", "1.5"], ["--seed should be a valid integer, not '1.5'"]),
+        (["run", "--temperature", "hot"], ["--temperature should be a valid number"]),
+        (["run", "--bugdet", "3"], ["no such option: --bugdet", "--budget"]),
+        (["resume"], ["missing argument", "thread"]),
+        (["show", "a", "b"], ["unexpected extra argument"]),
+        (["nope"], ["no such command 'nope'"]),
+    ],
+)
+def test_usage_errors_are_one_line_naming_the_option_and_the_fix(cli, args, fragments):
+    one_line_error(cli(*args), *fragments, "--help`")
+
+
+def test_no_arguments_still_shows_the_help(cli):
+    code, out, err = cli()
+    assert code == 2 and "Usage: ima" in out and err == ""

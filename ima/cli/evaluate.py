@@ -32,6 +32,7 @@ from rich.progress import (
 from rich.text import Text
 
 from ima.cli.calibrate import calibrate_command
+from ima.cli.errors import Interrupted
 from ima.cli.options import JudgeAttemptsOpt, MemoryModelOpt, ModelOpt, TaskOpt, TurnCapOpt
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
@@ -403,9 +404,8 @@ def _run(evaluation: Evaluation, done: int, total: int, cap: int) -> int:
         except KeyboardInterrupt:
             progress.stop()
             stored = len(evaluation.store.load())
-            err.print(
+            raise Interrupted(
                 f"interrupted: {stored} runs are stored in {evaluation.store.path}; run the same "
                 f"command again to resume, or `ima eval --report-only {evaluation.directory}`"
-            )
-            raise typer.Exit(130) from None
+            ) from None
     return errors

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ima.cli.errors import Interrupted
 from ima.cli.evaluate import _row_line
 from ima.cli.options import JsonOpt, SharedDbOpt
 from ima.core.errors import UserError
@@ -78,8 +79,9 @@ def worker_command(
             console.print(Text(waiting))
         tally = worker.run(until_done=until_done)
     except KeyboardInterrupt:
-        err.print("stopped: a run it held is free again and continues on the next claim")
-        raise typer.Exit(130) from None
+        raise Interrupted(
+            "stopped: a run it held is free again and continues on the next claim"
+        ) from None
     lost = f", {tally.lost} taken over by another worker" if tally.lost else ""
     console.print(f"done: {tally.done} run(s), {tally.failed} failed{lost}", highlight=False)
 
