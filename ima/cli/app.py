@@ -30,7 +30,7 @@ from ima.evals.content import content_summary, state_content
 from ima.graph.builder import compile_graph
 from ima.models import agent_model, describe_model, memory_model
 from ima.models.errors import describe
-from ima.runs.database import Database, open_database
+from ima.runs.database import Database, disk_full, open_database
 from ima.runs.leases import Holder, LeaseLost
 from ima.runs.outputs import OutputsNotWritten, outputs_missing, run_record
 from ima.runs.registry import RunRecord, RunRegistry
@@ -120,11 +120,11 @@ def _first_line(exc: BaseException) -> str:
     return (str(exc).splitlines() or [""])[0]
 
 
-def _stopped(record: RunRecord, why: str) -> NoReturn:
+def _stopped(record: RunRecord, why: str, fix: str = "fix the cause and") -> NoReturn:
     err.print(
         ERROR
         + Text(
-            f"run stopped: {why}. Nothing is lost: fix the cause and continue with "
+            f"run stopped: {why}. Nothing is lost: {fix} continue with "
             f"`ima resume {record.thread_id}` (IMA_DEBUG=1 shows the traceback)"
         )
     )
@@ -186,6 +186,8 @@ def _execute(
     except Exception as exc:
         if os.environ.get("IMA_DEBUG"):
             raise
+        if disk_full(exc):  # an operational failure: nothing is damaged
+            _stopped(record, f"the disk is full ({_first_line(exc)})", "free some space, then")
         if isinstance(exc, sqlite3.DatabaseError):
             if "locked" not in str(exc):
                 raise  # a damaged or unwritable database: resuming would not help
@@ -575,6 +577,15 @@ def run_command(args: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if os.environ.get("IMA_DEBUG"):
             raise
+        if disk_full(exc):
+            err.print(
+                ERROR
+                + Text(
+                    f"the disk is full ({_first_line(exc)}): free some space and run the "
+                    "command again; nothing stored so far is damaged"
+                )
+            )
+            return 1
         if not isinstance(exc, sqlite3.DatabaseError):
             raise
         err.print(
