@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import shutil
 import signal
+import tempfile
 import time
 from pathlib import Path
 
@@ -144,6 +147,36 @@ def test_a_worker_with_no_database_or_nothing_queued_says_so(cli, db_target, tmp
     assert code == 2 and "no evaluation other in" in err and "(it has ev)" in err, err
     code, _, err = cli("eval", "status", "--db", str(missing))
     assert code == 2 and "no database at" in err and not missing.exists()
+
+
+def test_the_printed_commands_work_as_printed_from_another_folder(
+    cli, db_target, tmp_path, env_clean, request
+):
+    """An absolute --out keeps its leading / in the printed report command, and a SQLite
+    --db given relative is printed absolute: typed elsewhere, both reach the same place."""
+    db = db_target if "://" in db_target else "runs/ima.sqlite"  # relative to tmp_path
+    # Short: a thread id carries the evaluation's name and may not pass 100 characters.
+    out_dir = Path(tempfile.mkdtemp(prefix="ev", dir="/tmp")) / "ev"
+    request.addfinalizer(lambda: shutil.rmtree(out_dir.parent, ignore_errors=True))
+    code, out, err = cli("eval", *EVAL[:-2], "--pairs", "1", "--out", str(out_dir), "--db", db)
+    assert code == 0, err
+    printed = {
+        line.split(": ", 1)[0]: line.split(": ", 1)[1]
+        for line in out.splitlines()
+        if ": ima " in line
+    }
+    shown_db = db_target if "://" in db_target else str(tmp_path / "runs" / "ima.sqlite")
+    assert printed["report"] == f"ima eval --report-only {out_dir} --db {shown_db}"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    os.chdir(elsewhere)
+    worker = shlex.split(printed["start workers (any machine)"])[1:]
+    code, out, err = cli(*worker, "--until-done", "--poll", "0.1")
+    assert code == 0 and "done: 2 run(s), 0 failed" in out, out + err
+    code, out, err = cli(*shlex.split(printed["report"])[1:])
+    assert code == 0, err
+    assert (out_dir / "report.md").exists()
+    assert list(elsewhere.glob("**/report.md")) == []
 
 
 @pytest.mark.slow
