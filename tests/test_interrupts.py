@@ -157,3 +157,24 @@ def test_ctrl_c_in_a_long_command_is_its_own_line_and_exit_130(tmp_path, args, m
 def test_the_installed_program_is_the_entry_that_handles_ctrl_c_at_start_up():
     (script,) = [e for e in entry_points(group="console_scripts") if e.name == "ima"]
     assert script.value == "ima.cli.entry:main"
+
+
+def test_a_sigint_the_parent_made_us_ignore_stays_ignored(tmp_path):
+    """A background job of a script ignores SIGINT (the shell's doing): ima keeps it so."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IMA_")}
+    proc = subprocess.Popen(
+        ima("tasks"),
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:  # the commands are loading
+        if line.rstrip().endswith("| typer"):
+            break
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and "data-pipeline" in out

@@ -23,8 +23,11 @@ def _interrupted_while_starting(signum: int, frame: object) -> None:
     os._exit(INTERRUPTED)
 
 
-with contextlib.suppress(ValueError):  # imported outside the main thread: no Ctrl-C there
-    signal.signal(signal.SIGINT, _interrupted_while_starting)
+# A SIGINT the parent made us ignore (a background job of a script) stays ignored.
+HANDLE_SIGINT = signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
+if HANDLE_SIGINT:
+    with contextlib.suppress(ValueError):  # imported outside the main thread: no Ctrl-C there
+        signal.signal(signal.SIGINT, _interrupted_while_starting)
 
 
 def main() -> None:
@@ -32,13 +35,15 @@ def main() -> None:
     from ima.cli.app import run_command
 
     try:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        if HANDLE_SIGINT:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         code = run_command()
     except KeyboardInterrupt:  # between the commands' own handlers: still one line
         sys.stderr.write("interrupted\n")
         code = INTERRUPTED
     # The command has ended and said what it had to say: a Ctrl-C while the interpreter
     # shuts down (threads, connection pools) ends it at once, with the command's own code.
-    signal.signal(signal.SIGINT, lambda signum, frame: os._exit(code))
+    if HANDLE_SIGINT:
+        signal.signal(signal.SIGINT, lambda signum, frame: os._exit(code))
     sys.stdout.flush()
     sys.exit(code)
