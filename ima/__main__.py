@@ -1,3 +1,3 @@
-from ima.cli.app import main
+from ima.cli.entry import main
 
 main()

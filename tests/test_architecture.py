@@ -31,3 +31,11 @@ def test_every_package_sits_in_a_layer():
     assert packages <= set(_layers()), (
         f"add to [tool.importlinter] layers: {packages - set(_layers())}"
     )
+
+
+def test_the_license_the_package_declares_is_the_repositorys_license_file():
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["license"]
+    text = (ROOT / "LICENSE").read_text()
+    assert declared == "MIT" and text.startswith("MIT License\n")
+    assert "Copyright (c) 2026 Intrinsic Memory Agents contributors" in text
+    assert 'THE SOFTWARE IS PROVIDED "AS IS"' in text

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import shutil
 import signal
+import tempfile
 import time
 from pathlib import Path
 
@@ -126,6 +129,54 @@ def test_a_worker_refuses_a_thread_someone_else_runs(cli, db_target, env_clean):
     assert again is not None and again[0].key == job.key
     again[1].release()
     db.close()
+
+
+def test_a_worker_with_no_database_or_nothing_queued_says_so(cli, db_target, tmp_path, env_clean):
+    """A worker pointed at the wrong place must not sit idle or exit 0 in silence."""
+    missing = tmp_path / "dir" / "missing.sqlite"
+    code, _, err = cli("worker", "--db", str(missing), "--until-done")
+    assert code == 2 and err.startswith("error: no database at ") and str(missing) in err, err
+    assert len(err.strip().splitlines()) == 1 and not missing.exists()
+
+    RunRegistry(db_target).close()  # a runs database, but no evaluation in it
+    code, _, err = cli("worker", "--db", db_target, "--until-done")
+    assert code == 2 and "no evaluation queue in" in err and "ima eval --db" in err, err
+
+    assert cli("eval", *EVAL, "--pairs", "1", "--db", db_target)[0] == 0
+    code, _, err = cli("worker", "--db", db_target, "--eval", "other", "--until-done")
+    assert code == 2 and "no evaluation other in" in err and "(it has ev)" in err, err
+    code, _, err = cli("eval", "status", "--db", str(missing))
+    assert code == 2 and "no database at" in err and not missing.exists()
+
+
+def test_the_printed_commands_work_as_printed_from_another_folder(
+    cli, db_target, tmp_path, env_clean, request
+):
+    """An absolute --out keeps its leading / in the printed report command, and a SQLite
+    --db given relative is printed absolute: typed elsewhere, both reach the same place."""
+    db = db_target if "://" in db_target else "runs/ima.sqlite"  # relative to tmp_path
+    # Short: a thread id carries the evaluation's name and may not pass 100 characters.
+    out_dir = Path(tempfile.mkdtemp(prefix="ev", dir="/tmp")) / "ev"
+    request.addfinalizer(lambda: shutil.rmtree(out_dir.parent, ignore_errors=True))
+    code, out, err = cli("eval", *EVAL[:-2], "--pairs", "1", "--out", str(out_dir), "--db", db)
+    assert code == 0, err
+    printed = {
+        line.split(": ", 1)[0]: line.split(": ", 1)[1]
+        for line in out.splitlines()
+        if ": ima " in line
+    }
+    shown_db = db_target if "://" in db_target else str(tmp_path / "runs" / "ima.sqlite")
+    assert printed["report"] == f"ima eval --report-only {out_dir} --db {shown_db}"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    os.chdir(elsewhere)
+    worker = shlex.split(printed["start workers (any machine)"])[1:]
+    code, out, err = cli(*worker, "--until-done", "--poll", "0.1")
+    assert code == 0 and "done: 2 run(s), 0 failed" in out, out + err
+    code, out, err = cli(*shlex.split(printed["report"])[1:])
+    assert code == 0, err
+    assert (out_dir / "report.md").exists()
+    assert list(elsewhere.glob("**/report.md")) == []
 
 
 @pytest.mark.slow

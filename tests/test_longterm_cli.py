@@ -140,3 +140,34 @@ def test_principals_see_only_their_own_memory(store, monkeypatch):
         assert code == 2 and "no memory item" in msg
     monkeypatch.setenv("IMA_PRINCIPAL", "alice")
     assert boa_parquet(store)["id"] == alice_item
+
+
+def test_a_fact_for_a_role_no_task_has_is_refused_unless_asked_for(store, tmp_path, monkeypatch):
+    """No agent would ever load it: refused, naming the known roles; --any-role stores it
+    for a task not installed here; a recorded run's own task makes its roles known."""
+    monkeypatch.chdir(tmp_path)  # the runs database is runs/ima.sqlite here: none yet
+    monkeypatch.delenv("IMA_DB", raising=False)
+    code, msg = ima_memory(store, "add", "Ingest through MQTT", "--role", "NOPE")
+    assert code == 2 and "no task here has a role 'NOPE'" in msg, msg
+    assert "BOA, CDA, DEA" in msg and "--any-role" in msg and "\n" not in msg
+    assert not [i for i in items(store) if "MQTT" in i["text"]]
+
+    code, _ = ima_memory(store, "add", "Ingest through MQTT", "--role", "NOPE", "--any-role")
+    assert code == 0
+    assert [i["memory"] for i in items(store) if "MQTT" in i["text"]] == ["NOPE"]
+
+    from ima.core.settings import RunContext
+    from ima.runs.runner import create_run
+    from ima.tasks import available_tasks
+
+    text = available_tasks()["data-pipeline"].read_text(encoding="utf-8")
+    (tmp_path / "fleet.yaml").write_text(text.replace("BOA", "ZED"), encoding="utf-8")
+    create_run(
+        task_ref=str(tmp_path / "fleet.yaml"),
+        memory_mode="intrinsic",
+        settings=RunContext(model="scripted", long_term=False),
+        db=tmp_path / "runs" / "ima.sqlite",
+        out_root=tmp_path / "runs",
+    )
+    code, msg = ima_memory(store, "add", "Budget: 40k EUR per month", "--role", "ZED")
+    assert code == 0, msg

@@ -194,3 +194,134 @@ def test_runs_never_cut_a_thread_id_in_a_narrow_terminal(cli, monkeypatch):
     assert code == 0 and thread in out
     assert all(len(line) <= 80 for line in out.splitlines())
     assert "finalized" in out and "…" not in out
+
+
+def _transcript(cli, thread: str) -> list[tuple[str, str]]:
+    code, out, err = cli("show", thread, "--json")
+    assert code == 0, err
+    return [(t["speaker"], t["content"]) for t in json.loads(out)["transcript"]]
+
+
+def test_a_disk_that_fills_during_a_run_is_an_operational_failure_and_resume_finishes(
+    cli, monkeypatch
+):
+    """From the 8th checkpoint on, the saver's connection may not grow the file (PRAGMA
+    max_page_count: SQLite then answers "database or disk is full", as on a full disk).
+    Exit 1, one line that says the disk is full and how to resume, no advice to restore a
+    backup; with room again, `ima resume` finishes the run exactly."""
+    from ima.runs.checkpoints import Checkpointer
+
+    real_put, puts = Checkpointer.put, []
+
+    def filling(self, *args, **kwargs):
+        puts.append(1)
+        if len(puts) == 8:
+            with self.lock:
+                pages = self.conn.execute("PRAGMA page_count").fetchone()[0]
+                self.conn.execute(f"PRAGMA max_page_count = {pages}")
+        return real_put(self, *args, **kwargs)
+
+    monkeypatch.setattr(Checkpointer, "put", filling)
+    code, out, err = cli("run", *SCRIPTED, "--seed", "3", "--thread", "t", "--json")
+    assert code == 1, (out, err)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in out + err, err
+    assert "the disk is full" in lines[0] and "ima resume t" in lines[0]
+    assert "damaged" not in err and "backup" not in err
+    assert 0 < len(_transcript(cli, "t")) < 31  # it stopped midway, keeping what it had
+
+    monkeypatch.setattr(Checkpointer, "put", real_put)  # space again
+    code, _, err = cli("resume", "t", "--json")
+    assert code == 0, err
+    assert cli("run", *SCRIPTED, "--seed", "3", "--thread", "ref", "--json")[0] == 0
+    assert _transcript(cli, "t") == _transcript(cli, "ref")
+
+
+def test_full_disks_are_told_apart_from_damage():
+    from ima.runs.database import disk_full
+
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE t (x BLOB)")
+    conn.execute(f"PRAGMA max_page_count = {conn.execute('PRAGMA page_count').fetchone()[0]}")
+    with pytest.raises(sqlite3.OperationalError) as full:
+        conn.execute("INSERT INTO t VALUES (zeroblob(100000))")
+    assert disk_full(full.value)
+    try:
+        raise RuntimeError("writing a checkpoint") from OSError(errno.ENOSPC, "No space left")
+    except RuntimeError as wrapped:
+        assert disk_full(wrapped)
+    assert not disk_full(sqlite3.DatabaseError("database disk image is malformed"))
+    assert not disk_full(OSError(errno.EACCES, "Permission denied"))
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path):
+    """A real 32 MB file system of the test's own (a tmpfs; needs root, else skipped)."""
+    mount = shutil.which("mount")
+    if os.geteuid() != 0 or mount is None:
+        pytest.skip("mounting a tmpfs needs root")
+    point = tmp_path / "disk"
+    point.mkdir()
+    made = subprocess.run(
+        [mount, "-t", "tmpfs", "-o", "size=32m", "tmpfs", str(point)],
+        capture_output=True,
+        text=True,
+    )
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.strip()}")
+    try:
+        yield point
+    finally:
+        subprocess.run(["umount", "-l", str(point)], check=False)
+
+
+@pytest.mark.slow
+def test_a_real_full_disk_stops_the_run_and_resume_finishes_it(small_disk, tmp_path):
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IMA_")}
+    db = str(small_disk / "ima.sqlite")
+    filler = small_disk / "filler"
+    with filler.open("wb") as f:  # leave 300 KB: a run needs far more
+        f.write(b"\0" * (32 * 1024 * 1024 - 300 * 1024))
+
+    def ima(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "ima", *args]
+        return subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
+
+    run = ["--model", "scripted", "--seed", "3", "--no-long-term", "--json"]
+    stopped = ima("run", "--thread", "t", "--db", db, *run)
+    assert stopped.returncode == 1, stopped
+    lines = [line for line in stopped.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "the disk is full" in lines[0], stopped.stderr
+    assert "ima resume t" in lines[0] and "backup" not in lines[0]
+    filler.unlink()
+    assert ima("resume", "t", "--db", db, "--json").returncode == 0
+    assert ima("run", "--thread", "ref", "--db", str(tmp_path / "ref.sqlite"), *run).returncode == 0
+
+    def transcript(thread: str, where: str) -> list:
+        shown = json.loads(ima("show", thread, "--db", where, "--json").stdout)
+        return [(t["speaker"], t["content"]) for t in shown["transcript"]]
+
+    assert transcript("t", db) == transcript("ref", str(tmp_path / "ref.sqlite"))
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["run", "--budget", "abc"], ["--budget should be a valid integer, not 'abc'"]),
+        (["run", "--seed", "1.5"], ["--seed should be a valid integer, not '1.5'"]),
+        (["run", "--temperature", "hot"], ["--temperature should be a valid number"]),
+        (["run", "--bugdet", "3"], ["no such option: --bugdet", "--budget"]),
+        (["resume"], ["missing argument", "thread"]),
+        (["show", "a", "b"], ["unexpected extra argument"]),
+        (["nope"], ["no such command 'nope'"]),
+    ],
+)
+def test_usage_errors_are_one_line_naming_the_option_and_the_fix(cli, args, fragments):
+    one_line_error(cli(*args), *fragments, "--help`")
+
+
+def test_no_arguments_still_shows_the_help(cli):
+    code, out, err = cli()
+    assert code == 2 and "Usage: ima" in out and err == ""

@@ -7,6 +7,8 @@ import os
 import sqlite3
 import sys
 import webbrowser
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -17,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ima.cli import display
+from ima.cli.errors import INTERRUPTED, Interrupted, usage_line
 from ima.cli.evaluate import eval_app
 from ima.cli.memory import memory_app
 from ima.cli.options import DbOpt, JsonOpt, MemoryModelOpt, ModelOpt, TaskOpt, TurnCapOpt
@@ -27,7 +30,7 @@ from ima.evals.content import content_summary, state_content
 from ima.graph.builder import compile_graph
 from ima.models import agent_model, describe_model, memory_model
 from ima.models.errors import describe
-from ima.runs.database import Database, open_database
+from ima.runs.database import Database, disk_full, open_database
 from ima.runs.leases import Holder, LeaseLost
 from ima.runs.outputs import OutputsNotWritten, outputs_missing, run_record
 from ima.runs.registry import RunRecord, RunRegistry
@@ -117,15 +120,28 @@ def _first_line(exc: BaseException) -> str:
     return (str(exc).splitlines() or [""])[0]
 
 
-def _stopped(record: RunRecord, why: str) -> NoReturn:
+def _stopped(record: RunRecord, why: str, fix: str = "fix the cause and") -> NoReturn:
     err.print(
         ERROR
         + Text(
-            f"run stopped: {why}. Nothing is lost: fix the cause and continue with "
+            f"run stopped: {why}. Nothing is lost: {fix} continue with "
             f"`ima resume {record.thread_id}` (IMA_DEBUG=1 shows the traceback)"
         )
     )
     raise typer.Exit(1)
+
+
+def _interrupted(record: RunRecord) -> Interrupted:
+    return Interrupted(f"interrupted: continue with `ima resume {record.thread_id}`")
+
+
+@contextmanager
+def _resumable(record: RunRecord) -> Iterator[None]:
+    """Ctrl-C once the run exists (also while models load): say how to continue it."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise _interrupted(record) from None
 
 
 def _waiting(holder: Holder) -> None:
@@ -151,14 +167,9 @@ def _execute(
                 reviewer = _reviewer(approve, False, view)
                 values = execute(record, db, view, reviewer=reviewer, answer=answer, **lease)
     except KeyboardInterrupt:
-        err.print(Text(f"interrupted: continue with `ima resume {record.thread_id}`"))
-        raise typer.Exit(130) from None
+        raise _interrupted(record) from None
     except UserError:
         raise
-    except sqlite3.DatabaseError as exc:
-        if "locked" not in str(exc):
-            raise  # a damaged or unwritable database: resuming would not help
-        _stopped(record, f"the database stayed locked ({exc})")
     except LeaseLost as exc:
         err.print(ERROR + Text(f"{exc}; this process stopped and wrote nothing more"))
         raise typer.Exit(1) from None
@@ -175,6 +186,12 @@ def _execute(
     except Exception as exc:
         if os.environ.get("IMA_DEBUG"):
             raise
+        if disk_full(exc):  # an operational failure: nothing is damaged
+            _stopped(record, f"the disk is full ({_first_line(exc)})", "free some space, then")
+        if isinstance(exc, sqlite3.DatabaseError):
+            if "locked" not in str(exc):
+                raise  # a damaged or unwritable database: resuming would not help
+            _stopped(record, f"the database stayed locked ({exc})")
         _stopped(record, describe(exc) or f"{type(exc).__name__}: {_first_line(exc)}")
     if record.status == "awaiting_review":
         message = (
@@ -328,18 +345,19 @@ def run(
         brief=brief,
         keep_history=keep_history,
     )
-    if not as_json:
-        console.print(
-            Text("thread ")
-            + Text(record.thread_id, style="bold")
-            + Text(
-                f" · task {record.task_id} v{record.task_version} · memory {memory} · "
-                f"template {settings.template} · budget {settings.token_budget} · "
-                f"turn cap {settings.turn_cap} · seed {settings.seed}"
+    with _resumable(record):
+        if not as_json:
+            console.print(
+                Text("thread ")
+                + Text(record.thread_id, style="bold")
+                + Text(
+                    f" · task {record.task_id} v{record.task_version} · memory {memory} · "
+                    f"template {settings.template} · budget {settings.token_budget} · "
+                    f"turn cap {settings.turn_cap} · seed {settings.seed}"
+                )
             )
-        )
-        _print_models(settings)
-    _execute(record, path, as_json, show_memory, approve)
+            _print_models(settings)
+        _execute(record, path, as_json, show_memory, approve)
 
 
 def _print_models(settings: RunContext) -> None:
@@ -390,10 +408,11 @@ def resume(
             f"run {thread} is not waiting for review, so there is nothing to send feedback to: "
             f"continue it with `ima resume {thread}` (feedback is asked for before FINALIZE)"
         )
-    if not as_json:
-        console.print(Text("resuming ") + Text(thread, style="bold"))
-        _print_models(record.run_context())
-    _execute(record, path, as_json, approve=approve, answer=answer, wait=wait)
+    with _resumable(record):
+        if not as_json:
+            console.print(Text("resuming ") + Text(thread, style="bold"))
+            _print_models(record.run_context())
+        _execute(record, path, as_json, approve=approve, answer=answer, wait=wait)
 
 
 def _export(record: RunRecord, db: Database, out: Path | None) -> None:
@@ -536,14 +555,38 @@ def graph(
 app.command("worker")(worker_command)  # listed after eval in --help
 
 
-def main() -> None:
+def run_command(args: Sequence[str] | None = None) -> int:
+    """Run the command `args` (default: the process's arguments); the exit code. Whatever
+    goes wrong ends in one line on stderr: bad input 2, a failure 1, Ctrl-C 130."""
     try:
-        app()
+        code = app(args=args, standalone_mode=False)
+    except Interrupted as exc:
+        return _interruption(str(exc))
     except UserError as exc:
         err.print(ERROR + Text(str(exc)))
-        sys.exit(2)
-    except sqlite3.DatabaseError as exc:
+        return 2
+    except typer.Abort as exc:  # a prompt was answered no, or interrupted
+        if isinstance(exc.__context__, KeyboardInterrupt):
+            return _interruption("interrupted: nothing was changed")
+        err.print(Text("aborted: nothing was changed"))
+        return 1
+    except typer.TyperException as exc:  # typer's usage errors: --budget abc, a missing THREAD
+        if type(exc).__name__ != "NoArgsIsHelpError":  # that one has printed the help
+            err.print(ERROR + Text(usage_line(exc)))
+        return int(getattr(exc, "exit_code", 2))
+    except Exception as exc:
         if os.environ.get("IMA_DEBUG"):
+            raise
+        if disk_full(exc):
+            err.print(
+                ERROR
+                + Text(
+                    f"the disk is full ({_first_line(exc)}): free some space and run the "
+                    "command again; nothing stored so far is damaged"
+                )
+            )
+            return 1
+        if not isinstance(exc, sqlite3.DatabaseError):
             raise
         err.print(
             ERROR
@@ -553,4 +596,17 @@ def main() -> None:
                 "--db (IMA_DEBUG=1 shows the traceback)"
             )
         )
-        sys.exit(2)
+        return 2
+    if code == INTERRUPTED:  # typer's own handling of a Ctrl-C between our handlers
+        return _interruption("interrupted")
+    return code if isinstance(code, int) else 0
+
+
+def _interruption(line: str) -> int:
+    err.print(Text(line))
+    return INTERRUPTED
+
+
+def main() -> None:
+    """`ima` in this process (the tests); the installed program is ima.cli.entry:main."""
+    sys.exit(run_command())

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ima.cli.errors import Interrupted
 from ima.cli.options import JudgeAttemptsOpt
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
@@ -127,8 +128,7 @@ def calibrate_command(
             )
         except KeyboardInterrupt:
             progress.stop()
-            err.print("interrupted: nothing written")
-            raise typer.Exit(130) from None
+            raise Interrupted("interrupted: nothing written") from None
     json_path, md_path = calibration.write_calibration(directory, entry)
     console.print(_table(entry))
     line = entry["analysis"]["verdict"]["line"]

@@ -32,6 +32,7 @@ from rich.progress import (
 from rich.text import Text
 
 from ima.cli.calibrate import calibrate_command
+from ima.cli.errors import Interrupted
 from ima.cli.options import JudgeAttemptsOpt, MemoryModelOpt, ModelOpt, TaskOpt, TurnCapOpt
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
@@ -333,15 +334,22 @@ def _enqueue(evaluation: Evaluation, shared: SharedEvaluation, done: int, todo: 
     counts = shared.enqueue([(r.key, evaluation.thread_id(r), asdict(r)) for r in todo])
     target = shared.db.label
     console.print(
-        f"queued in {target} as evaluation [bold]{shared.name}[/bold]: {done} stored · "
-        f"{counts['queued']} queued · {counts['running']} running · {counts['failed']} failed",
+        f"queued in {escape(target)} as evaluation [bold]{escape(shared.name)}[/bold]: "
+        f"{done} stored · {counts['queued']} queued · {counts['running']} running · "
+        f"{counts['failed']} failed",
         highlight=False,
     )
+    # Commands that work as printed: the --out as given (an absolute one stays absolute,
+    # and names the same evaluation), a SQLite file by its absolute path.
+    db = target if is_url(target) else str(Path(target).resolve())
+    report = shlex.join(["ima", "eval", "--report-only", str(evaluation.directory), "--db", db])
     console.print(
-        f"start workers (any machine): ima worker --db {target}\n"
-        f"watch: ima eval status --db {target}\n"
-        f"report: ima eval --report-only {shared.name} --db {target}",
-        highlight=False,
+        Text(
+            f"start workers (any machine): {shlex.join(['ima', 'worker', '--db', db])}\n"
+            f"watch: {shlex.join(['ima', 'eval', 'status', '--db', db])}\n"
+            f"report: {report}"
+        ),
+        soft_wrap=True,  # never broken across lines: they are meant to be copied
     )
 
 
@@ -403,9 +411,8 @@ def _run(evaluation: Evaluation, done: int, total: int, cap: int) -> int:
         except KeyboardInterrupt:
             progress.stop()
             stored = len(evaluation.store.load())
-            err.print(
+            raise Interrupted(
                 f"interrupted: {stored} runs are stored in {evaluation.store.path}; run the same "
                 f"command again to resume, or `ima eval --report-only {evaluation.directory}`"
-            )
-            raise typer.Exit(130) from None
+            ) from None
     return errors

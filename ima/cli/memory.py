@@ -262,17 +262,77 @@ def forget(item: ItemArg, store: StoreOpt = None) -> None:
     console.print(f"forgot {entry.item.id} ({entry.scope.label}); it will not be learned again")
 
 
+def _task_roles(refs: Iterator[str]) -> Iterator[str]:
+    from ima.tasks import load_task
+
+    for ref in dict.fromkeys(refs):
+        try:
+            yield from (r.id for r in load_task(ref).roles)
+        except UserError:  # a recorded run's task file is gone: its roles are unknown here
+            continue
+
+
+def _recorded_task_refs() -> Iterator[str]:
+    """The tasks of the runs recorded in the runs database (--db / IMA_DB), if it exists."""
+    from ima.runs.database import open_database
+    from ima.runs.registry import RunRegistry
+
+    try:
+        database = open_database(None, read_only=True)
+        if not database.exists():
+            return
+        registry = RunRegistry(database)
+        try:
+            refs = [r.task_ref for r in registry.all()]
+        finally:
+            registry.close()
+            database.close()
+    except Exception:  # an unusable runs database: no roles from it
+        return
+    yield from refs
+
+
+def _check_role(role: str) -> None:
+    """A fact for a role no task has would never reach an agent: refuse it, naming the
+    roles of the bundled tasks and of the tasks of recorded runs."""
+    from ima.tasks import available_tasks
+
+    known = list(_task_roles(iter(available_tasks())))
+    if role in known:
+        return
+    known += _task_roles(_recorded_task_refs())
+    if role in known:
+        return
+    names = ", ".join(sorted(set(known))) or "none"
+    raise UserError(
+        f"no task here has a role {role!r}, so no agent would ever load this fact: use one of "
+        f"{names}, or pass --any-role for a task that is not installed here"
+    )
+
+
 @memory_app.command()
 def add(
     text: Annotated[str, typer.Argument(help="A fact the agents should know.")],
     role: Annotated[
         str | None, typer.Option(help="Give it to this agent role only (default: shared).")
     ] = None,
+    any_role: Annotated[
+        bool,
+        typer.Option(
+            "--any-role",
+            help="Accept a --role that no bundled task or recorded run has (a task that is "
+            "not installed here).",
+        ),
+    ] = False,
     store: StoreOpt = None,
 ) -> None:
     """State a fact yourself: it is mature at once (policy `explicit_matures`)."""
     with _hub(store, create=True) as hub:
-        entry = _need(hub, store).add_fact(text, role)
+        hub = _need(hub, store)
+        if role is not None and not any_role:
+            hub.private(role)  # a malformed role: "invalid role", before anything else
+            _check_role(role)
+        entry = hub.add_fact(text, role)
     console.print(f"added [bold]{entry.item.id}[/bold] ({entry.scope.label}, {entry.status.state})")
 
 

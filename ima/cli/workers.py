@@ -12,12 +12,15 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from ima.cli.errors import Interrupted
 from ima.cli.evaluate import _row_line
 from ima.cli.options import JsonOpt, SharedDbOpt
-from ima.evals.queue import Job, eval_name, progress
+from ima.core.errors import UserError
+from ima.evals.queue import Job, eval_name, evaluation_names, progress
 from ima.evals.worker import Worker
-from ima.runs.database import open_database
+from ima.runs.database import Database, open_database
 
 console = Console()
 err = Console(stderr=True, soft_wrap=True)
@@ -52,6 +55,7 @@ def worker_command(
     """
     database = open_database(db)
     only = eval_name(evaluation) if evaluation else None
+    waiting = _nothing_to_do(database, only, until_done)
 
     def notify(kind: str, job: Job, detail: dict[str, Any]) -> None:
         where = f"{job.eval} · {job.key}"
@@ -71,12 +75,39 @@ def worker_command(
         highlight=False,
     )
     try:
+        if waiting:
+            console.print(Text(waiting))
         tally = worker.run(until_done=until_done)
     except KeyboardInterrupt:
-        err.print("stopped: a run it held is free again and continues on the next claim")
-        raise typer.Exit(130) from None
+        raise Interrupted(
+            "stopped: a run it held is free again and continues on the next claim"
+        ) from None
     lost = f", {tally.lost} taken over by another worker" if tally.lost else ""
     console.print(f"done: {tally.done} run(s), {tally.failed} failed{lost}", highlight=False)
+
+
+def _nothing_to_do(database: Database, only: str | None, until_done: bool) -> str:
+    """Refuse a database that does not exist, or (with --until-done) holds no evaluation to
+    work on: a worker pointed at the wrong place must not sit idle, or exit 0, in silence.
+    Without --until-done a worker may start before the evaluation is queued: the line it
+    prints while it waits."""
+    if not database.exists():
+        raise UserError(
+            f"no database at {database.label}: check --db (or IMA_DB), or queue an evaluation "
+            f"there first with `ima eval --db {database.label}`"
+        )
+    names = evaluation_names(database)
+    if only is None and not names:
+        problem = f"no evaluation queue in {database.label}"
+    elif only is not None and only not in names:
+        known = f" (it has {', '.join(names)})" if names else ""
+        problem = f"no evaluation {only} in {database.label}{known}"
+    else:
+        return ""
+    fix = f"queue one with `ima eval --db {database.label} --out DIR`"
+    if until_done:
+        raise UserError(f"{problem}: {fix}, or check --db and --eval")
+    return f"waiting: {problem} yet ({fix})"
 
 
 def _ago(ts: float) -> str:
@@ -97,6 +128,8 @@ def status_command(
     """Progress of evaluations in a shared database: done / running / queued / failed, and
     what each worker did and runs now."""
     database = open_database(db)
+    if not database.exists():
+        raise UserError(f"no database at {database.label}: check --db (or IMA_DB)")
     found = progress(database, eval_name(out) if out else None)
     if as_json:
         print(json.dumps(found, indent=2))

@@ -168,6 +168,22 @@ class SharedEvaluation:
             )
 
 
+def evaluation_names(db: Database) -> list[str]:
+    """The evaluations queued in the database, creating nothing: a worker pointed at the
+    wrong database must say so, not leave an empty queue there."""
+    with db.session() as sql:
+        if sql.postgres:
+            found = sql.one("SELECT to_regclass(%s) IS NOT NULL AS ok", (EVALS,))
+        else:
+            found = sql.one(
+                "SELECT COUNT(*) > 0 AS ok FROM sqlite_master WHERE type = 'table' AND name = %s",
+                (EVALS,),
+            )
+        if not (found and found["ok"]):
+            return []
+        return [r["name"] for r in sql.all(f"SELECT name FROM {EVALS} ORDER BY name")]
+
+
 def claim(db: Database, worker: str, only: str | None = None) -> tuple[Job, Lease] | None:
     """The next claimable job of any evaluation (or of `only`) with its thread's lease,
     both taken in one transaction; None when nothing is claimable now."""

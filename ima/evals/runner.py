@@ -278,7 +278,7 @@ class Evaluation:
             record = registry.find(thread)
             if record is not None and lease is not None and record.out_dir != out_dir:
                 record.out_dir = out_dir  # resumed on another machine: files go here now
-                registry.save(record)
+                registry.save(record, lease)  # only while the claimed lease is still ours
         finally:
             registry.close()
         notify(Event("start", run, {"thread": thread, "resumed": record is not None}))

@@ -1,19 +1,21 @@
 """Checkpoints: LangGraph's SqliteSaver and PostgresSaver tuned for size, fenced by the
 thread's lease, and compaction of finished threads.
 
-This is the one module that relies on LangGraph internals (a private snapshot class and the
-savers' table layouts); tests/test_checkpoint_contract.py fails loudly if an upgrade changes
-them. Checkpoints are kept small: integer channel versions instead of the savers'
+This is the one module that relies on LangGraph internals (a private snapshot class, the
+savers' table layouts and the cursor methods their writes go through);
+tests/test_checkpoint_contract.py and tests/test_conformance.py fail loudly if an upgrade
+changes them. Checkpoints are kept small: integer channel versions instead of the savers'
 49-character strings, and blobs compressed with zlib."""
 
 from __future__ import annotations
 
 import json
+import sqlite3
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -22,6 +24,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+from ima.runs.database import Sql
 from ima.runs.sqlite import connect
 
 if TYPE_CHECKING:
@@ -48,25 +51,37 @@ class CompressedSerializer(JsonPlusSerializer):
         return super().loads_typed(data)
 
 
+class Fence(Protocol):
+    """What a saver asks before writing (a held `ima.runs.leases.Lease`)."""
+
+    def check(self) -> None:
+        """Raise if this process already knows it may not write (no database round trip)."""
+
+    def confirm(self, sql: Sql) -> None:
+        """Raise unless the database says this process may write, checked inside the
+        transaction of the write."""
+
+
 class Fenced:
-    """A saver that asks `fence` before every write: a process whose lease on the thread
-    is gone (or cannot be confirmed) raises there, before it can write over another's run.
+    """A saver whose every write is fenced by the thread's lease in the database: the
+    write's own transaction first confirms the lease row still names this process (see
+    ima.runs.leases), so a process that lost its lease can never write, however slow.
 
     It also writes integer channel versions (LangGraph's default scheme) where both savers
     write 49-character strings: every checkpoint lists a version per channel twice
     (channel_versions, versions_seen); integers take 1-3 bytes. Threads that began with
     string versions keep them, so older databases resume unchanged."""
 
-    fence: Callable[[], None] | None = None
+    fence: Fence | None = None
 
     def put(self, *args: Any, **kwargs: Any) -> Any:
         if self.fence:
-            self.fence()
+            self.fence.check()  # cheap early stop; the transaction below decides
         return super().put(*args, **kwargs)  # type: ignore[misc]
 
     def put_writes(self, *args: Any, **kwargs: Any) -> Any:
         if self.fence:
-            self.fence()
+            self.fence.check()
         return super().put_writes(*args, **kwargs)  # type: ignore[misc]
 
     def get_next_version(self, current: str | int | None, channel: None = None) -> Any:
@@ -76,12 +91,47 @@ class Fenced:
 
 
 class Checkpointer(Fenced, SqliteSaver):
-    """SqliteSaver with integer channel versions and a lease fence."""
+    """SqliteSaver with integer channel versions and a lease fence.
+
+    SqliteSaver writes (put, put_writes, delete_thread; compaction here too) through
+    `cursor()`, under its lock, committing at the end. Fenced, that cursor first takes the
+    file's write lock (BEGIN IMMEDIATE) and confirms the lease, which lives in the same
+    file: a takeover needs that lock too, so it cannot slip between the check and the
+    write."""
+
+    @contextmanager
+    def cursor(self, transaction: bool = True) -> Iterator[sqlite3.Cursor]:
+        with super().cursor(transaction) as cur:
+            if not (transaction and self.fence):
+                yield cur
+                return
+            cur.execute("BEGIN IMMEDIATE")
+            try:
+                self.fence.confirm(Sql(cur, postgres=False))
+                yield cur
+            except BaseException:
+                self.conn.rollback()  # nothing of a refused or failed write stays
+                raise
 
 
 class PostgresCheckpointer(Fenced, PostgresSaver):
     """PostgresSaver with integer channel versions (its blobs table keeps them as text and
-    only ever compares them for equality), compressed blobs and a lease fence."""
+    only ever compares them for equality), compressed blobs and a lease fence.
+
+    PostgresSaver writes (put, put_writes, delete_thread) through `_cursor(pipeline=True)`.
+    Fenced, those statements run in one transaction that first reads the lease row FOR
+    SHARE: a takeover (an upsert of that row) waits for the write to commit, and a write
+    after a takeover sees the new holder and is refused."""
+
+    @contextmanager
+    def _cursor(self, *, pipeline: bool = False) -> Iterator[Any]:
+        with super()._cursor(pipeline=pipeline) as cur:
+            if not (pipeline and self.fence):
+                yield cur
+                return
+            with cur.connection.transaction():
+                self.fence.confirm(Sql(cur, postgres=True))
+                yield cur
 
 
 def _snapshot_values(
@@ -182,6 +232,9 @@ def _compact_postgres(
     from psycopg.types.json import Jsonb
 
     with saver._cursor() as cur, cur.connection.transaction():
+        fence = getattr(saver, "fence", None)
+        if fence:
+            fence.confirm(Sql(cur, postgres=True))  # compaction rewrites the thread: fenced too
         for statement in _PG_COMPACT:
             cur.execute(statement, (thread_id, keep))
         row = cur.execute(

@@ -11,6 +11,7 @@ the epoch), and run unchanged on both engines.
 from __future__ import annotations
 
 import atexit
+import errno
 import re
 import sqlite3
 import threading
@@ -257,6 +258,30 @@ class PostgresDatabase(Database):
         backend = open_postgres(self.pool)
         self.set_up("long_term", lambda sql: backend.setup())
         return backend, self.label
+
+
+_SQLITE_FULL = 13  # sqlite3.SQLITE_FULL; its extended codes share the low byte
+_PG_DISK_FULL = "53100"  # PostgreSQL's disk_full SQLSTATE
+
+
+def disk_full(exc: BaseException | None) -> bool:
+    """Whether `exc`, or an error that caused it, says a disk is full: SQLite's
+    "database or disk is full", an OSError ENOSPC (or a quota), PostgreSQL's disk_full.
+    An operational failure, not damage: nothing written before it is lost."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, sqlite3.Error) and (
+            (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF == _SQLITE_FULL
+            or "database or disk is full" in str(exc)
+        ):
+            return True
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if getattr(exc, "sqlstate", None) == _PG_DISK_FULL:
+            return True
+        exc = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
+    return False
 
 
 def is_url(target: str) -> bool:

@@ -7,8 +7,14 @@ be resumed. Times come from the database's clock, so machines need not agree on 
 the holder's own machine (same boot and process namespace) a dead holder is seen at once,
 so a killed run there can be resumed without waiting for the expiry.
 
-The saver asks `Lease.check` before every checkpoint write: a process that lost its lease,
-or could not renew it for most of its term, stops before writing anything more.
+Every write a run makes is fenced by the lease row itself, not by what this process last
+heard: `Lease.confirm` runs inside the write's own transaction and refuses unless the row
+still names this holder (on SQLite the transaction holds the file's write lock; on
+PostgreSQL it locks the row FOR SHARE), so a takeover commits either before the check (the
+write is refused) or after the write. A process paused past its term (SIGSTOP, a VM
+migration, a clock step) therefore writes nothing once another has taken the thread over,
+however late it wakes. A row that is still ours after its expiry, with nobody having taken
+over, is safe to write: the heartbeat renews it. The heartbeat is for liveness only.
 """
 
 from __future__ import annotations
@@ -130,8 +136,8 @@ class ThreadBusy(UserError):
 
 
 class LeaseLost(RuntimeError):
-    """This process no longer holds the thread (it expired and was taken over, or could
-    not be renewed in time): it must stop writing."""
+    """This process no longer holds the thread (it expired and another process took it
+    over, or its row is gone): it must stop writing."""
 
 
 def holders(db: Database, threads: list[str] | None = None) -> dict[str, Holder]:
@@ -163,14 +169,12 @@ class Lease:
         self.thread_id = thread_id
         self.settings = settings
         self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self.renewed = 0.0  # monotonic time of the last confirmed claim or renewal
         self.lost: str = ""  # why the lease is gone ("" while held)
         self._stop = threading.Event()
         self._beat: threading.Thread | None = None
 
     def claim(self) -> Holder | None:
         """Take the lease if it is free or expired; else who holds it."""
-        started = time.monotonic()
         with self.db.session() as sql:
             sql.execute(
                 _CLAIM,
@@ -194,7 +198,6 @@ class Lease:
         if row is None:  # released (or void) between our statements: try again
             return self.claim()
         if row["holder"] == self.holder:
-            self.renewed = started
             self._start_heartbeat()
             return None
         return Holder(**row)
@@ -207,30 +210,34 @@ class Lease:
 
     def _heartbeat(self) -> None:
         while not self._stop.wait(self.settings.heartbeat):
-            started = time.monotonic()
             try:
                 with self.db.session() as sql:
                     kept = sql.execute(_RENEW, (self.settings.seconds, self.thread_id, self.holder))
-            except Exception as exc:  # the database is unreachable: retry until expiry
-                if time.monotonic() - self.renewed > self.settings.seconds:
-                    self.lost = f"could not renew it: {type(exc).__name__}: {exc}"
-                    return
+            except Exception:  # unreachable for now: keep trying; the fence guards every write
                 continue
             if kept != 1:
-                self.lost = "it expired and another process took the thread over"
+                self._lose("it expired and another process took the thread over")
                 return
-            self.renewed = started
+
+    def _lose(self, why: str) -> None:
+        self.lost = self.lost or why
 
     def check(self) -> None:
-        """Raise LeaseLost unless the lease is certainly still ours: lost, or not renewed
-        for 80% of its term (the database may already count it as expired)."""
+        """Raise LeaseLost if this process already knows the lease is gone: a cheap early
+        stop. It proves nothing about the database; `confirm` does."""
         if self.lost:
             raise LeaseLost(f"lost the lease on thread {self.thread_id}: {self.lost}")
-        if time.monotonic() - self.renewed > 0.8 * self.settings.seconds:
-            raise LeaseLost(
-                f"lost the lease on thread {self.thread_id}: not renewed for "
-                f"{time.monotonic() - self.renewed:.0f}s"
-            )
+
+    def confirm(self, sql: Sql) -> None:
+        """Raise LeaseLost unless the lease row still names this holder. Call it inside the
+        transaction of the write it guards (SQLite: after BEGIN IMMEDIATE), so no takeover
+        can commit between this check and that write."""
+        self.check()
+        lock = " FOR SHARE" if sql.postgres else ""
+        row = sql.one(f"SELECT holder FROM {TABLE} WHERE thread_id = %s{lock}", (self.thread_id,))
+        if row is None or row["holder"] != self.holder:
+            self._lose("it expired and another process took the thread over")
+            self.check()
 
     def release(self) -> None:
         self._stop.set()
@@ -238,11 +245,17 @@ class Lease:
             self._beat.join()
         if self.lost:
             return  # another process may hold it now: its row is not ours to delete
-        with self.db.session() as sql:
-            sql.execute(
-                f"DELETE FROM {TABLE} WHERE thread_id = %s AND holder = %s",
-                (self.thread_id, self.holder),
-            )
+        try:
+            with self.db.session() as sql:
+                sql.execute(
+                    f"DELETE FROM {TABLE} WHERE thread_id = %s AND holder = %s",
+                    (self.thread_id, self.holder),
+                )
+        except Exception:
+            # Best effort (a full disk, a lost server): the row is void as soon as this
+            # process ends on this machine and expires elsewhere; the error that stopped
+            # the run, if any, is the one to report.
+            pass
 
 
 @contextmanager
@@ -291,6 +304,5 @@ def claim_in(sql: Sql, lease: Lease) -> bool:
 
 
 def started(lease: Lease) -> Lease:
-    lease.renewed = time.monotonic()
     lease._start_heartbeat()
     return lease

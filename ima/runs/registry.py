@@ -77,9 +77,14 @@ class RunRegistry:
         if self._owned:
             self.db.close()
 
-    def save(self, record: RunRecord) -> None:
+    def save(self, record: RunRecord, lease: leases.Lease | None = None) -> None:
+        """Store the record; with `lease`, only while the lease row still names its holder
+        (checked in the same transaction): LeaseLost, and nothing written, once another
+        process has taken the thread over."""
         record.updated_at = time.time()
-        with self.db.session() as sql:
+        with self.db.transaction() as sql:
+            if lease is not None:
+                lease.confirm(sql)
             sql.execute(
                 f"INSERT INTO {TABLE} VALUES (%s, %s) ON CONFLICT (thread_id) "
                 "DO UPDATE SET record = excluded.record",

@@ -197,15 +197,18 @@ def _advance(
     vars(record).update(vars(current))  # what another process stored wins over our copy
     started, spent = time.perf_counter(), record.wall_seconds
     record.pid, record.status = os.getpid(), "running"
-    registry.save(record)
+    # Every write below is fenced by the lease row (in the write's own transaction): once
+    # another process has taken the thread over, each is refused with LeaseLost.
+    registry.save(record, held)
     settings = record.run_context()
     values: dict[str, Any] = {}
+    failed = False
     try:
         with (
             db.checkpointer() as saver,
             open_long_term(settings, lambda: db.long_term(settings.memory_store)) as lt,
         ):
-            saver.fence = held.check  # a lost lease stops the run before its next write
+            saver.fence = held  # checkpoints and compaction: refused once the lease is lost
             if lt.note and listener:
                 listener("long_term", {"note": lt.note})
             graph = compile_graph(task, record.memory_mode, checkpointer=saver, store=lt.store)  # type: ignore[arg-type]
@@ -226,9 +229,8 @@ def _advance(
                     durability="sync",
                 ):
                     # Time spent so far, kept step by step: a killed process's share counts.
-                    held.check()
                     record.wall_seconds = spent + time.perf_counter() - started
-                    registry.save(record)
+                    registry.save(record, held)
                     for node, update in chunk.items():
                         if listener and isinstance(update, dict):
                             listener(node, update)
@@ -241,24 +243,26 @@ def _advance(
                     return dict(snapshot.values)
                 payload = Command(resume=reviewer(pending[0]))
             values = dict(snapshot.values)
-            held.check()
             long_term = lt.run_record(values)
             if values.get("status") in FINISHED and not record.keep_history:
-                held.check()
                 compact_thread(saver, graph, config)  # nothing left to resume: keep the end
         record.status = values.get("status", "running")
     except BaseException:
+        failed = True
         record.status = "interrupted"
         raise
     finally:
         record.wall_seconds = spent + time.perf_counter() - started
         try:
-            held.check()
+            registry.save(record, held)
         except LeaseLost:
-            pass  # the thread is another process's now: leave its record alone
-        else:
-            registry.save(record)
-        registry.close()
+            pass  # the thread is another process's now: its record is not ours to touch
+        except Exception:
+            if not failed:
+                raise
+            # else the error that stopped the run (a full disk, say) is the one to report
+        finally:
+            registry.close()
     write_outputs(
         Path(record.out_dir), run_record(record, values) | {"long_term": long_term}, values
     )
