@@ -1,0 +1,21 @@
+(define (problem blocks)
+    (:domain blocks)
+    (:objects 
+        d - block
+        b - block
+        a - block
+        c - block
+        e - block
+    )
+    (:init
+        (clear a)
+        (on a b)
+        (on b c)
+        (on c d)
+        (on d e)
+        (ontable e)
+        (handempty)
+
+    )
+    (:goal (and (on e c) (on c d) (on d a) (on a b)))
+)
