@@ -13,6 +13,7 @@ benchmark needs.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from typing import Any
@@ -33,9 +34,16 @@ def seed_lesson(seed: int) -> str:
     return f"Seed {seed} finding: batch uploads at depot number {seed} need retries"
 
 
-def _memory_with_lessons(self: ScriptedChatModel, prompt: str) -> str:
-    text = _plain_memory(self, prompt)
-    return f"{text}\n## Decisions\n- {COMMON_LESSON}\n- {seed_lesson(self.seed)}"
+def _memory_with_lessons(self: ScriptedChatModel, prompt: str, edit: bool) -> str:
+    """The scripted memory update, with a lesson every run shares and one of its seed's
+    under the generic template's decisions and requirements (lessons are drawn from those)."""
+    answer = json.loads(_plain_memory(self, prompt, edit))
+    lessons = {"decisions_current": COMMON_LESSON, "key_requirements": seed_lesson(self.seed)}
+    if edit:
+        answer["edits"] += [{"to": key, "add": note} for key, note in lessons.items()]
+    else:
+        answer.update({key: [note] for key, note in lessons.items()})
+    return json.dumps(answer)
 
 
 _plain_memory = ScriptedChatModel._memory

@@ -45,12 +45,13 @@ def test_memory_beats_old_history():
     assert [t["index"] for t in ctx.turns] == list(range(10 - len(ctx.turns), 10))
 
 
-def test_oversized_memory_is_truncated_not_over_budget():
-    ctx = build_context(
-        fixed_tokens=50, memory="lorem ipsum " * 500, transcript=[turn(1, "IA", 5)], budget=120
-    )
+def test_a_memory_over_the_room_keeps_whole_lines_only():
+    """Bounded memories always fit (the settings are checked); an older, unbounded one is
+    shortened by whole lines, never inside one, and the budget still holds."""
+    memory = "\n".join(f"- note {i} " + "lorem ipsum " * 10 for i in range(20))
+    ctx = build_context(fixed_tokens=50, memory=memory, transcript=[turn(1, "IA", 5)], budget=120)
     assert ctx.tokens <= 120
-    assert ctx.turns == []
+    assert ctx.memory and all(line in memory.splitlines() for line in ctx.memory.splitlines())
 
 
 def test_every_agent_context_in_a_run_stays_within_a_small_budget(task):

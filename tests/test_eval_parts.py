@@ -19,8 +19,8 @@ from ima.evals.coverage import design_text, evidence_coverage, llm_coverage, par
 from ima.evals.judge import METRICS, judge_design, parse_verdict
 from ima.evals.report import markdown_report
 from ima.evals.stats import ranksum_p, summarize
-from ima.evals.structured import AnswerError
 from ima.models.scripted import ScriptedChatModel
+from ima.models.structured import AnswerError
 
 # ----------------------------------------------------------------------------- statistics
 

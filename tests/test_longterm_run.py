@@ -15,8 +15,13 @@ LESSON = "Storage format: Parquet on object storage for raw sensor logs"
 class LessonModel(ScriptedChatModel):
     """The scripted model, whose memory rewrites also record a decision the team reached."""
 
-    def _memory(self, prompt):
-        return super()._memory(prompt) + f"\n## Decisions and current status\n- {LESSON}"
+    def _memory(self, prompt, edit):
+        answer = json.loads(super()._memory(prompt, edit))
+        if edit:
+            answer["edits"].append({"to": "decisions_current", "add": LESSON})
+        else:
+            answer["decisions_current"] = [LESSON]
+        return json.dumps(answer)
 
 
 def test_a_second_run_starts_with_the_first_runs_matured_lessons(
@@ -47,8 +52,9 @@ def test_a_second_run_starts_with_the_first_runs_matured_lessons(
         starts: dict[str, str] = {}
 
         def listener(node: str, update: dict) -> None:
-            if node == "setup":
-                starts.update({r: s["text"] for r, s in update["memories"].items()})
+            if node == "setup":  # lessons sit beside the (empty) starting memory
+                starts.update({r: s.get("lessons", "") for r, s in update["memories"].items()})
+                assert not any(s["text"] for s in update["memories"].values())
 
         values = execute(record, db, listener)
         return values, starts, json.loads((Path(record.out_dir) / "run.json").read_text())

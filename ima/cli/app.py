@@ -257,6 +257,17 @@ def run(
             "turn) or full (also the whole task) (env IMA_MEMORY_PROMPT)."
         ),
     ] = None,
+    memory_tokens: Annotated[
+        int | None,
+        typer.Option(help="Token budget of each agent's memory (env IMA_MEMORY_TOKENS)."),
+    ] = None,
+    memory_update: Annotated[
+        str | None,
+        typer.Option(
+            help="rewrite (the paper: the whole memory again after each turn) or edit (a few "
+            "add/replace/remove operations, fewer tokens) (env IMA_MEMORY_UPDATE)."
+        ),
+    ] = None,
     brief_file: Annotated[
         Path | None, typer.Option(help="A text file whose brief replaces the task's description.")
     ] = None,
@@ -318,6 +329,8 @@ def run(
         "top_p": top_p,
         "memory_concurrency": memory_concurrency,
         "memory_prompt": memory_prompt,
+        "memory_tokens": memory_tokens,
+        "memory_update": memory_update,
         "review": True if (review or approve) else None,
         "long_term": long_term,
     }

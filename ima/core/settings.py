@@ -26,6 +26,7 @@ from ima.core.errors import UserError
 TemplateKind = Literal["generic", "manual", "llm"]
 MemoryMode = Literal["intrinsic", "none"]
 MemoryPromptLayout = Literal["lean", "full"]
+MemoryUpdateMode = Literal["rewrite", "edit"]
 MEMORY_MODES: tuple[MemoryMode, ...] = ("intrinsic", "none")
 DEFAULT_MODEL = "embedded"
 CONFIG_FILE = "ima.toml"
@@ -99,7 +100,17 @@ class RunContext(BaseSettings):
         "whose probability reaches top_p (1 keeps all).",
     )
     max_turn_words: int = Field(80, ge=1, description="Word limit asked of each agent turn.")
-    max_memory_words: int = Field(100, ge=1, description="Word limit asked of each memory rewrite.")
+    memory_tokens: int = Field(
+        256,
+        ge=16,
+        description="Token budget of each agent's memory: the update is asked and bounded to "
+        "fit it, and every context reserves it, so a memory is never cut off.",
+    )
+    memory_update: MemoryUpdateMode = Field(
+        "rewrite",
+        description="How memory changes after each turn: rewrite (the paper: the whole memory "
+        "again) or edit (a few add/replace/remove operations: far fewer generated tokens).",
+    )
     memory_prompt: MemoryPromptLayout = Field(
         "lean",
         description="What a memory update is shown: lean (the role, template, memory so far "

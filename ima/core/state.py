@@ -55,11 +55,22 @@ class Turn(TypedDict):
 
 
 class MemorySlot(TypedDict):
-    text: str
+    text: str  # the memory as Markdown: the template's sections that hold notes
     template: str  # generic | manual | llm
     version: int
     updated_turn: int  # turn whose output last rewrote it (0: initial)
     seen_turn: NotRequired[int]  # the agent's latest turn its memory node has processed
+    lessons: NotRequired[str]  # long-term lessons the agent started with (never rewritten)
+
+
+class MemoryRepairs(TypedDict):
+    """What an update's answer needed before it could be stored (see ima/method/memory.py)."""
+
+    carried_sections: int  # kept from the previous version: the answer was cut off
+    shortened_notes: int
+    dropped_notes: int
+    malformed_edits: int
+    unusable: int  # 1: nothing of the answer was usable, the memory stayed as it was
 
 
 class MemoryVersion(TypedDict):
@@ -70,7 +81,10 @@ class MemoryVersion(TypedDict):
     turn: int  # the agent's own turn that caused it (0: starting memory)
     text: str
     template: str
-    usage: NotRequired[CallUsage]  # the rewrite's model call (absent for version 0)
+    usage: NotRequired[CallUsage]  # the update's model call (absent for version 0)
+    mode: NotRequired[str]  # rewrite | edit
+    cut_off: NotRequired[bool]  # the backend stopped at its output cap
+    repairs: NotRequired[MemoryRepairs]
 
 
 class FinalOutput(TypedDict):

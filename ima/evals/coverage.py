@@ -19,7 +19,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
 
-from ima.evals.structured import (
+from ima.models.structured import (
     AnswerError,
     add_usage,
     ask_structured,

@@ -1,6 +1,6 @@
 """The LLM judge: the paper's five quality scores (1-10), each with a rationale.
 
-The verdict comes through structured output (see `ima.evals.structured`), at temperature 0
+The verdict comes through structured output (see `ima.models.structured`), at temperature 0
 with a fixed seed. An unusable verdict is retried with the problem named; after the last
 attempt it is recorded as failed, and failed verdicts are left out of the statistics.
 """
@@ -14,7 +14,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
 
-from ima.evals.structured import AnswerError, ask_structured, extract_json, prompt_parts
+from ima.models.structured import AnswerError, ask_structured, extract_json, prompt_parts
 
 METRICS = ("scalability", "reliability", "usability", "cost_effectiveness", "documentation")
 LABELS = {

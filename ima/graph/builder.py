@@ -1,5 +1,5 @@
-"""Where the graph is assembled: the one factory used by the CLI, the tests, the
-benchmarks and langgraph.json.
+"""Where the meeting graph is assembled: `create_meeting`, the one factory used by the CLI,
+the tests, the benchmarks, langgraph.json and anyone who builds on the library.
 
 It reads like the architecture: setup, then the router choosing the next speaker; each
 agent node is followed by its own memory-update node (intrinsic mode) and the router; the
@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from ima.core.settings import MemoryMode, RunContext
 from ima.core.state import InputState, State
 from ima.method.schedule import DOCUMENTATION
+from ima.models import Models
 from ima.nodes.agent import make_agent_node
 from ima.nodes.documentation import make_documentation_node
 from ima.nodes.learning import LEARN, make_learning_node
@@ -28,24 +30,48 @@ from ima.nodes.setup import make_setup_node
 from ima.tasks import Task
 
 
-def build_graph(task: Task, memory_mode: MemoryMode = "intrinsic") -> StateGraph:
-    """The uncompiled graph for `task`; `none` is the memoryless baseline."""
-    with_memory = memory_mode == "intrinsic"
+def create_meeting(
+    task: Task,
+    *,
+    memory: MemoryMode = "intrinsic",
+    model: BaseChatModel | None = None,
+    memory_model: BaseChatModel | None = None,
+) -> StateGraph:
+    """The uncompiled graph of a scheduled meeting on `task`: its roles as agent nodes,
+    the task's schedule (the paper's modified round robin, consensus votes, FINALIZE), the
+    final documentation, and, with `memory="intrinsic"`, each agent's memory-update node
+    and long-term learning at the end (`"none"`: the memoryless baseline).
+
+    Args:
+        task: roles, schedule, brief and output schema (`load_task("data-pipeline")`, a
+            YAML file via `load_task(path)`, or a `Task` built in Python).
+        memory: "intrinsic" or "none".
+        model: the agents' chat model; None takes the run setting `model` (a spec such as
+            "ollama:qwen2.5:7b") from the graph's context at run time.
+        memory_model: the model of memory updates; None: `memory_model` setting, else the
+            agents' model.
+
+    Run settings (token budget, memory budget, template, turn cap, ...) are the graph's
+    context schema, `RunContext`: `graph.invoke({}, config, context=RunContext(...))`.
+    Compile it with your checkpointer and store: `create_meeting(task).compile(...)`.
+    """
+    models = Models(model, memory_model)
+    with_memory = memory == "intrinsic"
     graph = StateGraph(State, input_schema=InputState, context_schema=RunContext)
-    graph.add_node("setup", make_setup_node(task, with_memory))
+    graph.add_node("setup", make_setup_node(task, with_memory, models))
     graph.add_node(ROUTER, make_router_node(task))
     memory_nodes = []
     for role_id in task.speakers:
-        graph.add_node(role_id, make_agent_node(task, role_id, with_memory))
+        graph.add_node(role_id, make_agent_node(task, role_id, with_memory, models))
         if with_memory:  # each agent is followed by its own memory update
-            memory = memory_node_name(role_id)
-            memory_nodes.append(memory)
-            graph.add_node(memory, make_memory_node(task, role_id))
-            graph.add_conditional_edges(role_id, after_turn(role_id), [memory, ROUTER])
-            graph.add_edge(memory, ROUTER)
+            memory_node = memory_node_name(role_id)
+            memory_nodes.append(memory_node)
+            graph.add_node(memory_node, make_memory_node(task, role_id, models))
+            graph.add_conditional_edges(role_id, after_turn(role_id), [memory_node, ROUTER])
+            graph.add_edge(memory_node, ROUTER)
         else:
             graph.add_edge(role_id, ROUTER)
-    graph.add_node(DOCUMENTATION, make_documentation_node(task))
+    graph.add_node(DOCUMENTATION, make_documentation_node(task, models))
     first = task.schedule.facilitator
     graph.add_node(REVIEW, make_review_node(task), destinations=(first,))
     graph.add_edge(START, "setup")
@@ -63,8 +89,14 @@ def build_graph(task: Task, memory_mode: MemoryMode = "intrinsic") -> StateGraph
 
 
 def compile_graph(
-    task: Task, memory_mode: MemoryMode = "intrinsic", **kwargs: Any
+    task: Task,
+    memory_mode: MemoryMode = "intrinsic",
+    *,
+    model: BaseChatModel | None = None,
+    memory_model: BaseChatModel | None = None,
+    **kwargs: Any,
 ) -> CompiledStateGraph:
     """Compile with e.g. `checkpointer=`, `store=`; the graph is named after task and mode."""
     name = f"{task.id}:{memory_mode}"
-    return build_graph(task, memory_mode).compile(name=name, **kwargs)
+    graph = create_meeting(task, memory=memory_mode, model=model, memory_model=memory_model)
+    return graph.compile(name=name, **kwargs)

@@ -17,7 +17,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from ima import prompts
 from ima.core.settings import RunContext
 from ima.core.state import ContextShare, Turn
-from ima.core.tokens import count_tokens, encoding
+from ima.core.tokens import count_tokens
 from ima.method.prompting import cached_count, sections, system_prompt
 from ima.method.schedule import speaker_after, voters
 from ima.tasks import Task
@@ -41,11 +41,21 @@ def recent_turns(transcript: Sequence[Turn], budget: int) -> list[Turn]:
     return kept
 
 
-def truncate_to_tokens(text: str, limit: int) -> str:
-    """Cut `text` to at most `limit` tokens (memory is capped, never dropped, when space is short)."""
-    enc = encoding()
-    ids = enc.encode(text, disallowed_special=())
-    return text if len(ids) <= limit else enc.decode(ids[: max(limit, 0)])
+def whole_lines_within(text: str, limit: int) -> str:
+    """The leading whole lines of `text` within `limit` tokens. A bounded memory always
+    fits the context (run settings are checked for it); this guards memories written by
+    older versions, and never leaves half a line."""
+    kept: list[str] = []
+    for line in text.splitlines():
+        if count_tokens("\n".join([*kept, line])) > limit:
+            break
+        kept.append(line)
+    return "\n".join(kept)
+
+
+def memory_text(slot: Mapping[str, Any]) -> str:
+    """What an agent's prompt shows as its memory: its long-term lessons, then its notes."""
+    return "\n".join(p for p in (slot.get("lessons", ""), slot.get("text", "")) if p)
 
 
 @dataclass(frozen=True)
@@ -72,7 +82,7 @@ def build_context(
     room = budget - fixed_tokens
     memory_tokens = count_tokens(memory) if memory else 0
     if memory_tokens > room:
-        memory = truncate_to_tokens(memory, max(room, 0))
+        memory = whole_lines_within(memory, max(room, 0))
         memory_tokens = count_tokens(memory) if memory else 0
     turns = recent_turns(transcript, max(room - memory_tokens, 0))
     total = fixed_tokens + memory_tokens + sum(t["tokens"] for t in turns)
@@ -130,7 +140,7 @@ def build_turn_prompt(
     # Fixed parts: system prompt and the turn frame with empty memory and no turns.
     system_tokens = cached_count(system)
     frame_tokens = cached_count(user("" if with_memory else None, "x"))
-    memory = state["memories"][role_id]["text"] if with_memory else ""
+    memory = memory_text(state["memories"][role_id]) if with_memory else ""
     context = build_context(
         fixed_tokens=system_tokens + frame_tokens,
         memory=memory,

@@ -9,6 +9,7 @@ eight roles loads a local model once.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from functools import cache
 
 from langchain_core.language_models import BaseChatModel
@@ -42,6 +43,28 @@ def _scripted(options: str, seed: int, temperature: float) -> BaseChatModel:
     except ValueError as exc:
         raise UserError(f"bad scripted option value: {exc}") from None
     return ScriptedChatModel(seed=seed, temperature=temperature, **values)
+
+
+@dataclass(frozen=True)
+class Models:
+    """The chat models a graph's nodes call: objects given when the graph was built, else
+    the models the run's settings name (`model`, `memory_model`: the CLI's and Studio's way).
+    """
+
+    agent_model: BaseChatModel | None = None
+    memory_model: BaseChatModel | None = None
+
+    def agent(self, settings: RunContext) -> BaseChatModel:
+        """The model of agent turns, documentation and LLM-written templates."""
+        return self.agent_model or agent_model(settings)
+
+    def memory(self, settings: RunContext) -> BaseChatModel:
+        """The model of memory updates: its own if given or named, else the agents'."""
+        if self.memory_model is not None:
+            return self.memory_model
+        if settings.memory_model or self.agent_model is None:
+            return memory_model(settings)
+        return self.agent_model
 
 
 def agent_model(settings: RunContext) -> BaseChatModel:

@@ -62,6 +62,8 @@ CONTEXT = 4096
 SAVED_STATES = 32
 # Call metadata naming a call stream: an agent and a kind of call (turn, memory update).
 STREAM_KEYS = ("ima_role", "ima_kind")
+# llguidance's JSON option (llama.cpp builds its grammars with llguidance).
+COMPACT_JSON = {"whitespace_flexible": False}
 
 
 class LlamaCppError(RuntimeError):
@@ -342,6 +344,10 @@ def _completion_params(params: dict[str, Any]) -> dict[str, Any]:
             params["json_schema"] = (response_format.get("json_schema") or {}).get("schema", {})
         elif kind != "text":
             raise ValueError(f"unsupported response_format type {kind!r}")
+        if "json_schema" in params:
+            # No whitespace between JSON tokens: a pretty-printed answer costs a generated
+            # token per line break and indent, and says nothing more.
+            params["json_schema"] = {"x-guidance": COMPACT_JSON, **params["json_schema"]}
     return params
 
 

@@ -74,8 +74,8 @@ class ScriptedChatModel(BaseChatModel):
     def _answer(self, messages: list[BaseMessage], prompt: str) -> str:
         """What was asked, read from the last instruction the model received."""
         ask = str(messages[-1].content)
-        if ask.startswith("# Update your memory"):
-            return self._memory(prompt)
+        if ask.startswith(("# Update your memory", "# Edit your memory")):
+            return self._memory(prompt, edit=ask.startswith("# Edit"))
         if ask.startswith("# Prepare your memory template"):
             return self._template(prompt)
         if ask.startswith(("# Write the JSON specification", "# Fix the JSON specification")):
@@ -130,38 +130,42 @@ class ScriptedChatModel(BaseChatModel):
             text = f'{role} ({phase}) on "{topic}": for my area, {point}'
         return f"{text} {self.inject}".strip()
 
-    def _memory(self, prompt: str) -> str:
-        """The template's headings, each with the old memory's latest notes under it, plus
-        what the latest turn contributed under the heading that fits it."""
-        template = _between(prompt, "## Template", "## Your memory so far")
-        old = _notes_by_heading(_between(prompt, "## Your memory so far", "## Your latest turn"))
-        turn = re.search(r"## Your latest turn \(turn (\d+)\)", prompt)
+    def _memory(self, prompt: str, edit: bool) -> str:
+        """Notes from the latest turn under the sections they fit: the whole memory again
+        (old notes kept, the newest first to go) for a rewrite, add operations for an edit."""
+        turn = re.search(r"## Your latest turn \(turn (\w+)\)", prompt)
         latest = " ".join(_between(prompt, "## Your latest turn").split())
-        new = f"turn {turn.group(1) if turn else '?'}: {' '.join(latest.split()[:16])}"
-        headings = [line.strip() for line in template.splitlines() if line.startswith("#")]
-        limit = re.search(r"in at most (\d+) words", prompt)
-        if not headings:
-            return "\n".join([*old.get("", [])[-4:], f"- {new}"])
-        sections = []
-        for heading in headings:
-            notes = old.get(heading, [])[-2:]
-            name = heading.lower()
-            if re.search(r"contribution|proposal|priorit", name):
-                notes.append(f"- {new}")
-            elif re.search(r"decision|status|consensus", name) and "ACCEPT" in latest:
-                notes.append(f"- accepted: {' '.join(latest.split()[1:13])}")
-            elif re.search(r"requirement|constraint", name):
+        new = f"turn {turn.group(1) if turn else '?'}: {' '.join(latest.split()[:12])}"
+        words = re.search(r"at most (\d+) words", prompt)
+        notes_limit = re.search(r"At most (\d+) notes per section", prompt)
+        limit = int(words.group(1)) if words else 20
+        if edit:
+            keys = re.findall(r"^## .*? \[(\w+)\]", prompt, re.M)
+            old: dict[str, list[str]] = {key: [] for key in keys}
+        else:
+            skeleton = _json_object(_between(prompt, "## Template", "## Your memory so far"))
+            keys = list(skeleton)
+            memory = _json_object(_between(prompt, "## Your memory so far", "## Your latest turn"))
+            old = {key: [str(n) for n in memory.get(key, [])] for key in keys}
+        additions: dict[str, str] = {}
+        for key in keys:
+            if re.search(r"contribution|proposal|priorit", key):
+                additions[key] = new
+            elif re.search(r"decision|status|consensus", key) and "ACCEPT" in latest:
+                additions[key] = f"accepted: {' '.join(latest.split()[1:10])}"
+            elif re.search(r"requirement|constraint", key):
                 sentence = re.search(r"[A-Z][^.:]*\d[^.]*\.", latest)
                 if sentence:
-                    notes.append(f"- {sentence.group(0)}")
-            sections.append([heading, *dict.fromkeys(notes)])
-        words = lambda: sum(len(" ".join(part).split()) for part in sections)  # noqa: E731
-        while limit and words() > int(limit.group(1)):  # drop the oldest notes first
-            longest = max(sections, key=len)
-            if len(longest) < 3:
-                break
-            del longest[1]
-        return "\n".join(line for part in sections for line in part)
+                    additions[key] = sentence.group(0)
+        additions = {k: " ".join(v.split()[:limit]) for k, v in additions.items()}
+        if edit:
+            return json.dumps({"edits": [{"to": k, "add": v} for k, v in additions.items()]})
+        keep = int(notes_limit.group(1)) if notes_limit else 2
+        answer = {}
+        for key in keys:
+            notes = [*old[key], additions[key]] if key in additions else old[key]
+            answer[key] = list(dict.fromkeys(notes))[-keep:]
+        return json.dumps(answer)
 
     def _template(self, prompt: str) -> str:
         role = self._role(prompt)
@@ -250,16 +254,13 @@ def _between(prompt: str, start: str, end: str | None = None) -> str:
     return (rest.split("\n" + end, 1)[0] if end else rest).strip()
 
 
-def _notes_by_heading(memory: str) -> dict[str, list[str]]:
-    """Bullet lines of a memory grouped by the heading above them ("" before any)."""
-    notes: dict[str, list[str]] = {}
-    heading = ""
-    for line in memory.splitlines():
-        if line.startswith("#"):
-            heading = line.strip()
-        elif line.startswith("- ") and "<" not in line:
-            notes.setdefault(heading, []).append(line)
-    return notes
+def _json_object(text: str) -> dict[str, Any]:
+    """The JSON object at the start of `text` ({} when there is none)."""
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text.strip())
+    except json.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def _json_blocks(prompt: str) -> list[dict[str, Any]]:

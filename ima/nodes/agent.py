@@ -13,12 +13,14 @@ from ima.core.tokens import count_tokens
 from ima.method.agent_context import build_turn_prompt, render_turn
 from ima.method.schedule import is_vote
 from ima.method.votes import parse_flags
-from ima.models import agent_model
+from ima.models import Models
 from ima.models.calls import call_model
 from ima.tasks import Task
 
 
-def make_agent_node(task: Task, role_id: str, with_memory: bool) -> Callable[..., dict[str, Any]]:
+def make_agent_node(
+    task: Task, role_id: str, with_memory: bool, models: Models
+) -> Callable[..., dict[str, Any]]:
     schedule = task.schedule
 
     def agent(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -33,7 +35,7 @@ def make_agent_node(task: Task, role_id: str, with_memory: bool) -> Callable[...
             "ima_round": state["phase_round"],
         }
         text, usage = call_model(
-            agent_model(settings),
+            models.agent(settings),
             prompt.messages,
             metadata,
             max_tokens=2 * settings.max_turn_words,

@@ -18,7 +18,7 @@ from ima.core.state import CallUsage, FinalOutput, State
 from ima.core.state import add_usage as _add
 from ima.method.agent_context import build_context
 from ima.method.prompting import cached_count, sections, system_prompt
-from ima.models import agent_model, json_constrained, limit_output
+from ima.models import Models, json_constrained, limit_output
 from ima.models.calls import call_model
 from ima.tasks import Task
 
@@ -45,7 +45,7 @@ def parse_spec(text: str, schema: dict[str, Any]) -> tuple[dict[str, Any] | None
 DOCUMENT_TOKENS = 900  # bounds each documentation call; the specification fits well within
 
 
-def make_documentation_node(task: Task) -> Callable[..., dict[str, Any]]:
+def make_documentation_node(task: Task, models: Models) -> Callable[..., dict[str, Any]]:
     role_id = task.schedule.finalizer
     schema_text = json.dumps(task.output_schema, indent=2)
 
@@ -67,7 +67,7 @@ def make_documentation_node(task: Task) -> Callable[..., dict[str, Any]]:
             transcript=state["transcript"],
             budget=settings.token_budget,
         )
-        model = limit_output(agent_model(settings), DOCUMENT_TOKENS)
+        model = limit_output(models.agent(settings), DOCUMENT_TOKENS)
         usage: dict[str, dict[str, CallUsage]] = {}
 
         def call(runnable: Any, messages: list[Any], meta: dict[str, Any]) -> str:

@@ -1,4 +1,5 @@
-"""The memory-update node of one agent: rewrites that agent's memory from its own latest turn.
+"""The memory-update node of one agent: its memory's next version from its own latest turn
+(`IntrinsicMemory`, rewrite or edit).
 
 The node returns an update for its own role's slot and nothing else: whatever the model
 writes, no other agent's memory can change (memory privacy is structural).
@@ -12,10 +13,11 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from ima.core.settings import RunContext
-from ima.core.state import MemorySlot, MemoryVersion, State, add_usage
-from ima.method.memory_update import line_changes, update_messages, write_template
-from ima.models import agent_model, memory_model
-from ima.models.calls import call_model
+from ima.core.state import MemoryRepairs, MemorySlot, MemoryVersion, State, add_usage
+from ima.method.memory_update import IntrinsicMemory, line_changes
+from ima.method.prompting import role_prompt, system_prompt
+from ima.models import Models
+from ima.nodes.templates import template_for
 from ima.tasks import Task
 
 
@@ -28,7 +30,7 @@ def latest_turn_of(state: State, role_id: str) -> dict[str, Any]:
     return next(t for t in reversed(state["transcript"]) if t["speaker"] == role_id)
 
 
-def make_memory_node(task: Task, role_id: str) -> Callable[..., dict[str, Any]]:
+def make_memory_node(task: Task, role_id: str, models: Models) -> Callable[..., dict[str, Any]]:
     def update_memory(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         settings = runtime.context
         latest = latest_turn_of(state, role_id)
@@ -37,55 +39,61 @@ def make_memory_node(task: Task, role_id: str) -> Callable[..., dict[str, Any]]:
         template = state["templates"].get(role_id)
         if slot["template"] != settings.template or template is None:
             # The run was forked with another template kind: adopt it from here on.
-            template, call = write_template(
-                task, role_id, settings, state["brief"], agent_model(settings)
-            )
+            template, call = template_for(task, role_id, settings, state["brief"], models)
             update["templates"] = {role_id: template}
             if call:
                 update["usage"] = {role_id: {"template_generation": call}}
-        messages = update_messages(
-            task,
-            role_id,
-            state["brief"],
+        memory = IntrinsicMemory(
+            models.memory(settings),
             template,
+            tokens=settings.memory_tokens,
+            mode=settings.memory_update,
+        )
+        role = (
+            role_prompt(task, role_id)
+            if settings.memory_prompt == "lean"
+            else system_prompt(task, role_id, state["brief"])
+        )
+        result = memory.update(
             slot["text"],
             latest["content"],
-            latest["index"],
-            settings.max_memory_words,
-            settings.memory_prompt,
+            role=role,
+            turn=latest["index"],
+            metadata={"ima_role": role_id, "ima_turn": latest["index"]},
         )
-        metadata = {"ima_kind": "memory_update", "ima_role": role_id, "ima_turn": latest["index"]}
-        text, usage = call_model(
-            memory_model(settings), messages, metadata, max_tokens=2 * settings.max_memory_words
-        )
-        update["usage"] = add_usage(update["usage"], {role_id: {"memory_update": usage}})
-        # An empty rewrite would erase the memory: keep the previous version instead.
-        update["memories"] = {role_id: {**slot, "seen_turn": latest["index"]}}
-        if text:
-            version = slot["version"] + 1
-            update["memories"] = {
-                role_id: MemorySlot(
-                    text=text,
-                    template=settings.template,
-                    version=version,
-                    updated_turn=latest["index"],
-                    seen_turn=latest["index"],
-                )
-            }
-            update["memory_log"] = [
-                MemoryVersion(
-                    role=role_id,
-                    version=version,
-                    turn=latest["index"],
-                    text=text,
-                    template=settings.template,
-                    usage=usage,
-                )
-            ]
-            runtime.stream_writer(
-                {"event": "memory", "role": role_id, "version": version}
-                | line_changes(slot["text"], text)
+        update["usage"] = add_usage(update["usage"], {role_id: {"memory_update": result.usage}})
+        text = result.text if result.text or not slot["text"] else slot["text"]
+        repairs = MemoryRepairs(**result.repairs.as_dict())  # type: ignore[typeddict-item]
+        if text != result.text:  # an answer that would erase the memory keeps it instead
+            repairs["unusable"] = 1
+        version = slot["version"] + 1
+        update["memories"] = {
+            role_id: MemorySlot(
+                text=text,
+                template=settings.template,
+                version=version,
+                updated_turn=latest["index"],
+                seen_turn=latest["index"],
+                **({"lessons": slot["lessons"]} if slot.get("lessons") else {}),  # type: ignore[typeddict-item]
             )
+        }
+        update["memory_log"] = [
+            MemoryVersion(
+                role=role_id,
+                version=version,
+                turn=latest["index"],
+                text=text,
+                template=settings.template,
+                usage=result.usage,
+                mode=settings.memory_update,
+                cut_off=result.cut_off,
+                repairs=repairs,
+            )
+        ]
+        runtime.stream_writer(
+            {"event": "memory", "role": role_id, "version": version}
+            | line_changes(slot["text"], text)
+        )
         return update
 
     update_memory.__name__ = memory_node_name(role_id)

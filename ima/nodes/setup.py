@@ -12,13 +12,13 @@ from langgraph.runtime import Runtime
 from ima.core.settings import RunContext
 from ima.core.state import MemorySlot, MemoryVersion, State
 from ima.longterm import load_starting_memory
-from ima.method.memory_update import write_template
 from ima.method.schedule import initial_position
-from ima.models import agent_model, parallel_calls
+from ima.models import Models, parallel_calls
+from ima.nodes.templates import template_for
 from ima.tasks import Task
 
 
-def make_setup_node(task: Task, with_memory: bool) -> Callable[..., dict[str, Any]]:
+def make_setup_node(task: Task, with_memory: bool, models: Models) -> Callable[..., dict[str, Any]]:
     def setup(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         settings = runtime.context
         brief = (state.get("brief") or "").strip() or task.description
@@ -34,19 +34,18 @@ def make_setup_node(task: Task, with_memory: bool) -> Callable[..., dict[str, An
         concurrency = settings.memory_concurrency or parallel_calls(settings)
         templates, usage = {}, {}
         for role_id in task.speakers:
-            model = agent_model(settings) if settings.template == "llm" else None
-            templates[role_id], call = write_template(task, role_id, settings, brief, model)
+            templates[role_id], call = template_for(task, role_id, settings, brief, models)
             if call:
                 usage[role_id] = {"template_generation": call}
-        starting, long_term = load_starting_memory(settings, task.speakers, runtime.store)
+        # Long-term lessons sit beside the memory, not in it: a rewrite cannot drop them.
+        lessons, long_term = load_starting_memory(settings, task.speakers, runtime.store)
         slots = {
-            r: MemorySlot(
-                text=starting.get(r, ""), template=settings.template, version=0, updated_turn=0
-            )
+            r: MemorySlot(text="", template=settings.template, version=0, updated_turn=0)
+            | ({"lessons": lessons[r]} if lessons.get(r) else {})  # type: ignore[operator]
             for r in task.speakers
         }
         start = [
-            MemoryVersion(role=r, version=0, turn=0, text=s["text"], template=s["template"])
+            MemoryVersion(role=r, version=0, turn=0, text="", template=s["template"])
             for r, s in slots.items()
         ]
         return update | {

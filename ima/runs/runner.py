@@ -64,10 +64,13 @@ def validate_settings(task: Task, memory_mode: str, settings: RunContext, brief:
     if settings.template == "manual" and not task.manual_template.strip():
         raise UserError(f"task {task.id} has no manual_template: use --template generic or llm")
     needed = minimum_budget(task, brief, settings)
+    if memory_mode == "intrinsic":  # every context reserves the whole memory: never cut
+        needed += settings.memory_tokens + (settings.long_term_budget if settings.long_term else 0)
     if settings.token_budget < needed:
         raise UserError(
-            f"token budget {settings.token_budget} is smaller than the task description and role "
-            f"prompt ({needed} tokens): raise --budget to at least {needed + 256}"
+            f"token budget {settings.token_budget} is smaller than the task description, role "
+            f"prompt and memory ({needed} tokens): raise --budget to at least {needed + 256}"
+            + (" or lower --memory-tokens" if memory_mode == "intrinsic" else "")
         )
     check_settings(settings)  # a bad principal or policy file fails before a run exists
     agent_model(settings)  # a bad model spec fails before a run exists

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from ima import prompts
 from ima.core.state import CallUsage
-from ima.models import json_constrained
+from ima.models import json_constrained, limit_output
 from ima.models.calls import call_model
 
 RETRY_MARKER = "<!-- retry -->"
@@ -70,19 +70,29 @@ def _as_message(out: dict[str, Any]) -> AIMessage:
 
 
 def structured_runnable(
-    model: BaseChatModel, schema_model: type[BaseModel], json_schema: dict[str, Any]
+    model: BaseChatModel,
+    schema_model: type[BaseModel] | dict[str, Any],
+    json_schema: dict[str, Any],
+    max_tokens: int | None = None,
 ) -> Runnable:
-    """`model` set up to answer with JSON following the schema, as well as it supports."""
-    constrained = json_constrained(model, json_schema)
-    if constrained is not model:
-        if type(model).__name__ == "EmbeddedChatModel":
-            return constrained.bind(max_tokens=EMBEDDED_MAX_TOKENS)
+    """`model` set up to answer with JSON following the schema, as well as it supports:
+    constrained decoding where the backend has it (a llama.cpp grammar, Ollama `format`),
+    else `with_structured_output` (tool calling), else plain text parsed tolerantly.
+    `max_tokens` caps the answer where the backend supports it."""
+    limited = limit_output(model, max_tokens or EMBEDDED_MAX_TOKENS)
+    constrained = json_constrained(limited, json_schema)
+    if constrained is not limited:
         return constrained
     try:
         structured = model.with_structured_output(schema_model, include_raw=True)
     except (NotImplementedError, ValueError, TypeError):
-        return model  # no tool calling: plain text, parsed tolerantly
+        return limited  # no tool calling: plain text, parsed tolerantly
     return structured | RunnableLambda(_as_message)
+
+
+def can_constrain(model: BaseChatModel) -> bool:
+    """Whether the backend itself keeps an answer to a JSON Schema (bounded lists, lengths)."""
+    return json_constrained(model, {"type": "object"}) is not model
 
 
 def extract_json(text: str) -> Any:

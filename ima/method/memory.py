@@ -1,0 +1,507 @@
+"""An agent's memory as data: the template's sections, each a short list of notes, bounded
+by a token budget, rendered to the same Markdown for prompts and people.
+
+A memory update never writes free text into a slot: its answer is read into sections (a
+JSON object per section, or Markdown headings from a backend that cannot be constrained),
+cleaned, and cut to the budget by whole notes. So a stored memory never ends mid-line.
+
+Edit mode's operations (add a note to a section, replace or remove note N) are applied
+here, deterministically; the prompts and the model call live in `memory_update.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ima.core.tokens import count_tokens
+
+# Words that do not help tell sections apart in a JSON key ("My role's responsibilities"
+# becomes "role_responsibilities").
+_STOP_WORDS = {
+    "a",
+    "an",
+    "and",
+    "the",
+    "of",
+    "my",
+    "so",
+    "far",
+    "for",
+    "to",
+    "in",
+    "s",
+    "i",
+    "must",
+}
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
+_BULLET = re.compile(r"^\s*(?:[-*+\u2022]|\d+[.)])\s+")
+# Characters per token of English notes (cl100k); the post-check counts real tokens.
+_CHARS_PER_TOKEN = 4
+_MIN_NOTE_CHARS = 40
+_NOTE_CHARS = 120
+ELLIPSIS = "\u2026"
+
+
+def _slug(title: str, taken: set[str]) -> str:
+    words = [w for w in re.findall(r"[a-z0-9]+", title.lower()) if w not in _STOP_WORDS]
+    base = "_".join(words[:2]) or "notes"
+    key, n = base, 2
+    while key in taken:
+        key, n = f"{base}_{n}", n + 1
+    taken.add(key)
+    return key
+
+
+@dataclass(frozen=True)
+class Section:
+    """One heading of a template: its title, its JSON key and what belongs under it."""
+
+    title: str
+    key: str
+    hint: str = ""
+
+
+@dataclass(frozen=True)
+class MemoryTemplate:
+    """The structure of a memory: ordered sections parsed from Markdown headings.
+
+    Any Markdown with headings works (`## Decisions` then a placeholder line under it); text
+    without headings becomes one section, "Notes", with that text as its hint.
+    """
+
+    sections: tuple[Section, ...]
+    kind: str = "custom"  # generic | manual | llm | custom: where the template came from
+
+    @classmethod
+    def from_markdown(cls, text: str, kind: str = "custom") -> MemoryTemplate:
+        """Parse a Markdown template; raises ValueError when it has no usable text."""
+        titles: list[tuple[str, list[str]]] = []
+        levels: list[int] = []
+        loose: list[str] = []
+        for line in text.splitlines():
+            heading = _HEADING.match(line)
+            if heading and heading.group(1).strip():
+                level = len(line.lstrip()) - len(line.lstrip().lstrip("#"))
+                if titles and not titles[-1][1] and level > levels[-1]:
+                    titles.pop()  # a title over deeper headings ("# My memory"), not a section
+                    levels.pop()
+                titles.append((heading.group(1).strip(), []))
+                levels.append(level)
+            elif line.strip():
+                hint = _BULLET.sub("", line).strip()
+                (titles[-1][1] if titles else loose).append(hint)
+        if not titles:
+            if not loose:
+                raise ValueError("a memory template needs at least one heading or line of text")
+            titles = [("Notes", loose)]
+        taken: set[str] = set()
+        seen: set[str] = set()
+        sections = []
+        for title, hints in titles:
+            if title.lower() in seen:
+                continue  # a repeated heading adds nothing the first did not
+            seen.add(title.lower())
+            sections.append(Section(title, _slug(title, taken), " ".join(hints)))
+        return cls(tuple(sections), kind)
+
+    @property
+    def keys(self) -> list[str]:
+        return [s.key for s in self.sections]
+
+    def markdown(self) -> str:
+        """The template as Markdown headings with their placeholders."""
+        return "\n".join(
+            f"## {s.title}" + (f"\n- {s.hint}" if s.hint else "") for s in self.sections
+        )
+
+    def skeleton(self) -> str:
+        """The template as the JSON object a rewrite answers with (placeholders as notes)."""
+        return json.dumps({s.key: [s.hint or "..."] for s in self.sections}, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class MemoryLimits:
+    """What one memory may hold: notes per section and characters per note, derived from
+    its token budget so that a full memory fits the budget."""
+
+    tokens: int
+    notes_per_section: int
+    note_chars: int
+
+    @classmethod
+    def for_budget(cls, template: MemoryTemplate, tokens: int) -> MemoryLimits:
+        headings = sum(count_tokens(f"## {s.title}\n") for s in template.sections)
+        room = max(tokens - headings, 0)
+        note_tokens = _NOTE_CHARS // _CHARS_PER_TOKEN + 2  # "- " and the line break
+        per_section = max(1, room // (note_tokens * len(template.sections)))
+        chars = (room // (per_section * len(template.sections)) - 2) * _CHARS_PER_TOKEN
+        return cls(tokens, per_section, max(_MIN_NOTE_CHARS, min(chars, _NOTE_CHARS)))
+
+    @property
+    def note_words(self) -> int:
+        """The note length asked of the model, in words (about 6 characters each)."""
+        return max(5, self.note_chars // 6)
+
+
+def clean_note(text: Any, chars: int) -> tuple[str, bool]:
+    """One line of plain text of at most `chars` characters, and whether it was shortened.
+
+    Too long a note keeps its complete sentences or clauses that fit, else its whole words
+    that fit, marked with an ellipsis: a note is never cut inside a word.
+    """
+    note = " ".join(_BULLET.sub("", str(text)).split()).strip()
+    if len(note) < chars or (len(note) == chars and note.endswith((".", "!", "?", ")"))):
+        return note, False  # a note that reaches the limit was stopped there by the grammar
+    head = note[: chars - 1] if len(note) > chars else note
+    for mark in (". ", "; ", ", "):
+        cut = head.rfind(mark)
+        if cut >= chars // 2:
+            return head[: cut + 1].rstrip(",;"), True
+    cut = head.rfind(" ")
+    return (head[:cut] if cut > 0 else head).rstrip(" ,;:") + ELLIPSIS, True
+
+
+@dataclass(frozen=True)
+class Memory:
+    """An agent's memory: notes per section of its template, rendered as Markdown."""
+
+    template: MemoryTemplate
+    notes: tuple[tuple[str, ...], ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.notes:
+            object.__setattr__(self, "notes", tuple(() for _ in self.template.sections))
+
+    @classmethod
+    def parse(cls, text: str, template: MemoryTemplate) -> Memory:
+        """Read a rendered memory (or any Markdown) back into the template's sections.
+
+        Headings that match no section, and text before the first heading, go to no
+        section: they are not part of this template's memory.
+        """
+        by_title = {s.title.lower(): i for i, s in enumerate(template.sections)}
+        notes: list[list[str]] = [[] for _ in template.sections]
+        current: int | None = None
+        for line in (text or "").splitlines():
+            heading = _HEADING.match(line)
+            if heading:
+                current = by_title.get(heading.group(1).strip().lower())
+            elif line.strip() and current is not None:
+                notes[current].append(" ".join(_BULLET.sub("", line).split()))
+        return cls(template, tuple(tuple(n) for n in notes))
+
+    @property
+    def is_empty(self) -> bool:
+        return not any(self.notes)
+
+    def render(self) -> str:
+        """Markdown: each section that holds notes, its heading then one bullet per note."""
+        parts = []
+        for section, notes in zip(self.template.sections, self.notes, strict=True):
+            if notes:
+                parts.append("\n".join([f"## {section.title}", *(f"- {n}" for n in notes)]))
+        return "\n".join(parts)
+
+    def numbered(self) -> str:
+        """Every section with its key and numbered notes: what an edit refers to."""
+        lines = []
+        for section, notes in zip(self.template.sections, self.notes, strict=True):
+            hint = f": {section.hint}" if section.hint else ""
+            lines.append(
+                f"## {section.title} [{section.key}]{hint}" + ("" if notes else " (empty)")
+            )
+            lines += [f"{i}. {n}" for i, n in enumerate(notes, 1)]
+        return "\n".join(lines)
+
+    def as_json(self) -> str:
+        """The notes as the JSON object a rewrite answers with."""
+        pairs = zip(self.template.keys, self.notes, strict=True)
+        return json.dumps({key: list(notes) for key, notes in pairs}, ensure_ascii=False)
+
+    def tokens(self, counter: Callable[[str], int] = count_tokens) -> int:
+        text = self.render()
+        return counter(text) if text else 0
+
+
+@dataclass
+class Repairs:
+    """What had to be done to an answer before it could be stored (counted per run)."""
+
+    carried_sections: int = 0  # sections kept from the previous version (answer cut off)
+    shortened_notes: int = 0  # notes longer than the note limit
+    dropped_notes: int = 0  # notes beyond a section's limit or the token budget
+    malformed_edits: int = 0  # edit operations that were not understood or pointed nowhere
+    unusable: str = ""  # why nothing of the answer could be used ("" when it could)
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "carried_sections": self.carried_sections,
+            "shortened_notes": self.shortened_notes,
+            "dropped_notes": self.dropped_notes,
+            "malformed_edits": self.malformed_edits,
+            "unusable": int(bool(self.unusable)),
+        }
+
+
+def bound(
+    memory: Memory,
+    limits: MemoryLimits,
+    repairs: Repairs,
+    counter: Callable[[str], int] = count_tokens,
+    *,
+    oldest_first: bool = False,
+) -> Memory:
+    """Clean every note, keep at most the section limit (the first notes, or the newest with
+    `oldest_first` dropping), and drop whole notes until the memory fits its token budget."""
+    sections: list[list[str]] = []
+    for notes in memory.notes:
+        kept: list[str] = []
+        for raw in notes:
+            note, shortened = clean_note(raw, limits.note_chars)
+            repairs.shortened_notes += shortened
+            if note and note not in kept:
+                kept.append(note)
+        extra = len(kept) - limits.notes_per_section
+        if extra > 0:
+            repairs.dropped_notes += extra
+            kept = kept[extra:] if oldest_first else kept[: limits.notes_per_section]
+        sections.append(kept)
+    result = replace(memory, notes=tuple(tuple(s) for s in sections))
+    while result.tokens(counter) > limits.tokens:
+        longest = max(range(len(sections)), key=lambda i: (len(sections[i]), i))
+        if not sections[longest]:
+            break
+        sections[longest].pop(0 if oldest_first else -1)
+        repairs.dropped_notes += 1
+        result = replace(memory, notes=tuple(tuple(s) for s in sections))
+    return result
+
+
+# ----------------------------------------------------------------------------- rewrite
+
+
+def _closed_values(text: str) -> dict[str, Any]:
+    """The `"key": value` pairs of a JSON object whose values are complete, in an answer
+    that may have been cut off anywhere (a backend that stopped at its output cap)."""
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    found: dict[str, Any] = {}
+    pos = start + 1 if start >= 0 else len(text)
+    while pos < len(text):
+        key_match = re.compile(r'\s*,?\s*("(?:[^"\\]|\\.)*")\s*:\s*').match(text, pos)
+        if not key_match:
+            break
+        try:
+            key = json.loads(key_match.group(1))
+            value, end = decoder.raw_decode(text, key_match.end())
+        except json.JSONDecodeError:
+            break
+        found[key] = value
+        pos = end
+    return found
+
+
+def _sections_from_markdown(text: str, template: MemoryTemplate) -> tuple[dict[int, list], int]:
+    """Notes per section index from Markdown headings, and the index of the last section
+    seen (which is incomplete when the answer was cut off)."""
+    keys = {s.key: i for i, s in enumerate(template.sections)}
+    titles = {s.title.lower(): i for i, s in enumerate(template.sections)}
+    found: dict[int, list[str]] = {}
+    current = last = -1
+    for line in text.splitlines():
+        heading = _HEADING.match(line)
+        if heading:
+            name = heading.group(1).strip()
+            name = re.sub(r"\s*\[\w+\]$", "", name).strip().lower()
+            current = titles.get(name, keys.get(name, -1))
+            if current >= 0:
+                found.setdefault(current, [])
+                last = current
+        elif line.strip() and current >= 0:
+            found[current].append(line)
+    return found, last
+
+
+def read_rewrite(
+    answer: str, previous: Memory, *, cut_off: bool, repairs: Repairs
+) -> Memory | None:
+    """The new memory in a rewrite answer (a JSON object with one list of notes per
+    section key, or Markdown with the template's headings); None if nothing is usable.
+
+    A complete answer replaces the memory: a section it leaves out is empty. An answer cut
+    off at the output cap keeps only its complete sections; the others are carried over
+    from `previous`, so no partial line is ever stored.
+    """
+    template = previous.template
+    keys = {s.key: i for i, s in enumerate(template.sections)}
+    titles = {s.title.lower(): i for i, s in enumerate(template.sections)}
+    body = re.sub(r"^\s*```(?:json)?\s*|\s*```\s*$", "", answer.strip())
+    found: dict[int, list[Any]] = {}
+    incomplete: set[int] = set()
+    if body.startswith("{"):
+        try:
+            whole = json.loads(body)
+            values = whole if isinstance(whole, dict) else {}
+        except json.JSONDecodeError:
+            values = _closed_values(body)
+            cut_off = True  # an unclosed object is a cut-off answer, whatever was reported
+        for name, notes in values.items():
+            index = keys.get(str(name), titles.get(str(name).lower()))
+            if index is not None:
+                found[index] = notes if isinstance(notes, list) else [notes]
+    else:
+        found, last = _sections_from_markdown(body, template)
+        if cut_off and last >= 0:
+            incomplete.add(last)  # its last line may stop mid-sentence
+    if not found:
+        repairs.unusable = "the answer holds none of the template's sections"
+        return None
+    sections = list(previous.notes)
+    for index in range(len(template.sections)):
+        if index in found and index not in incomplete:
+            sections[index] = tuple(str(n) for n in found[index] if str(n).strip())
+        elif cut_off:
+            repairs.carried_sections += 1  # kept from the previous version
+        else:
+            sections[index] = ()
+    return replace(previous, notes=tuple(sections))
+
+
+# ----------------------------------------------------------------------------- edit
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One operation on a memory: add a note to a section, or replace / remove note N."""
+
+    op: str  # add | replace | remove
+    section: int
+    note: int = 0  # 1-based, for replace and remove
+    text: str = ""
+
+
+def parse_edits(answer: str, template: MemoryTemplate, repairs: Repairs) -> list[Edit] | None:
+    """Edit operations in an answer `{"edits": [...]}`; None when it is not such an object.
+
+    Each operation is `{"to": KEY, "add": TEXT}`, `{"in": KEY, "replace": N, "with": TEXT}`
+    or `{"in": KEY, "remove": N}`; anything else (unknown fields, another agent's name, a
+    section the template lacks) is counted as malformed and ignored.
+    """
+    keys = {s.key: i for i, s in enumerate(template.sections)}
+    titles = {s.title.lower(): i for i, s in enumerate(template.sections)}
+    body = re.sub(r"^\s*```(?:json)?\s*|\s*```\s*$", "", answer.strip())
+    try:
+        value = json.loads(body[body.find("{") :] if "{" in body else body)
+    except json.JSONDecodeError:
+        value = _closed_values(body).get("edits")
+        value = {"edits": value} if isinstance(value, list) else None
+    operations = value.get("edits") if isinstance(value, dict) else None
+    if not isinstance(operations, list):
+        repairs.unusable = "the answer is not an object with a list of edits"
+        return None
+    edits = []
+    for item in operations:
+        edit = _edit(item, keys, titles)
+        if edit is None:
+            repairs.malformed_edits += 1
+        else:
+            edits.append(edit)
+    return edits
+
+
+def _edit(item: Any, keys: Mapping[str, int], titles: Mapping[str, int]) -> Edit | None:
+    if not isinstance(item, dict):
+        return None
+
+    def section(name: Any) -> int | None:
+        return keys.get(str(name), titles.get(str(name).lower()))
+
+    def number(value: Any) -> int | None:
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    shape = set(item)
+    if shape == {"to", "add"} and isinstance(item["add"], str):
+        index = section(item["to"])
+        return None if index is None else Edit("add", index, text=item["add"])
+    if shape == {"in", "replace", "with"} and isinstance(item["with"], str):
+        index, note = section(item["in"]), number(item["replace"])
+        return None if index is None or note is None else Edit("replace", index, note, item["with"])
+    if shape == {"in", "remove"}:
+        index, note = section(item["in"]), number(item["remove"])
+        return None if index is None or note is None else Edit("remove", index, note)
+    return None
+
+
+def apply_edits(memory: Memory, edits: Sequence[Edit], repairs: Repairs) -> Memory:
+    """The memory after `edits`: note numbers refer to the memory as it was shown; a
+    number that points at no note is malformed and changes nothing."""
+    sections = [list(enumerate(notes, 1)) for notes in memory.notes]
+    added: list[list[str]] = [[] for _ in sections]
+    for edit in edits:
+        current = dict(sections[edit.section])
+        if edit.op == "add":
+            if edit.text.strip():
+                added[edit.section].append(edit.text)
+            else:
+                repairs.malformed_edits += 1
+        elif edit.note not in current or (edit.op == "replace" and not edit.text.strip()):
+            repairs.malformed_edits += 1
+        elif edit.op == "replace":
+            sections[edit.section] = [
+                (n, edit.text if n == edit.note else t) for n, t in sections[edit.section]
+            ]
+        else:
+            sections[edit.section] = [(n, t) for n, t in sections[edit.section] if n != edit.note]
+    notes = tuple(
+        tuple([t for _, t in kept] + new) for kept, new in zip(sections, added, strict=True)
+    )
+    return replace(memory, notes=notes)
+
+
+# ----------------------------------------------------------------------------- schemas
+
+
+def rewrite_schema(template: MemoryTemplate, limits: MemoryLimits) -> dict[str, Any]:
+    """JSON Schema of a rewrite: one bounded list of notes per section, in order."""
+    note = {"type": "string", "minLength": 1, "maxLength": limits.note_chars}
+    notes = {"type": "array", "items": note, "maxItems": limits.notes_per_section}
+    return {
+        "type": "object",
+        "properties": {key: notes for key in template.keys},
+        "required": template.keys,
+        "additionalProperties": False,
+    }
+
+
+def edit_schema(memory: Memory, limits: MemoryLimits, max_edits: int) -> dict[str, Any]:
+    """JSON Schema of an edit answer: 1 to `max_edits` bounded operations, a replace or
+    remove only of a note that exists (a constraining backend cannot point nowhere)."""
+    text = {"type": "string", "minLength": 1, "maxLength": limits.note_chars}
+
+    def shape(**properties: Any) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": properties,
+            "required": list(properties),
+            "additionalProperties": False,
+        }
+
+    shapes = [shape(to={"enum": memory.template.keys}, add=text)]
+    for key, notes in zip(memory.template.keys, memory.notes, strict=True):
+        if notes:
+            number = {"type": "integer", "minimum": 1, "maximum": len(notes)}
+            shapes.append(shape(**{"in": {"const": key}, "replace": number, "with": text}))
+            shapes.append(shape(**{"in": {"const": key}, "remove": number}))
+    # At least one: an agent's own turn always adds something, and a small model offered
+    # an empty list takes it every time.
+    edits = {"type": "array", "items": {"anyOf": shapes}, "minItems": 1, "maxItems": max_edits}
+    return {
+        "type": "object",
+        "properties": {"edits": edits},
+        "required": ["edits"],
+        "additionalProperties": False,
+    }
