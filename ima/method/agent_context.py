@@ -18,6 +18,7 @@ from ima import prompts
 from ima.core.settings import RunContext
 from ima.core.state import ContextShare, Turn
 from ima.core.tokens import count_tokens
+from ima.method.context import newest_that_fit
 from ima.method.prompting import cached_count, sections, system_prompt
 from ima.method.schedule import speaker_after, voters
 from ima.tasks import Task
@@ -30,15 +31,8 @@ def render_turn(index: int, speaker: str, content: str) -> str:
 
 def recent_turns(transcript: Sequence[Turn], budget: int) -> list[Turn]:
     """Newest-first selection of whole turns within `budget` tokens, returned oldest first."""
-    kept: list[Turn] = []
-    used = 0
-    for turn in reversed(transcript):
-        if used + turn["tokens"] > budget:
-            break
-        kept.append(turn)
-        used += turn["tokens"]
-    kept.reverse()
-    return kept
+    kept = newest_that_fit((t["tokens"] for t in reversed(transcript)), budget)
+    return list(transcript[len(transcript) - kept :])
 
 
 def whole_lines_within(text: str, limit: int) -> str:

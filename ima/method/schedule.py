@@ -40,10 +40,23 @@ def initial_position(schedule: Schedule) -> dict[str, Any]:
     }
 
 
-def advance(
-    schedule: Schedule, state: dict[str, Any], transcript: Sequence[Turn], turn_cap: int
+def advance_schedule(
+    schedule: Schedule, state: Mapping[str, Any], transcript: Sequence[Turn], turn_cap: int
 ) -> dict[str, Any]:
-    """State updates after the latest turn; `next_speaker` is a role or DOCUMENTATION."""
+    """Algorithm 2 after the latest turn: who speaks next, and the phase, round and votes.
+
+    Args:
+        schedule: the task's schedule (facilitator, workers, after-round agents, phases).
+        state: the meeting's position: `phase`, `phase_round`, `position` (index of the last
+            speaker in the round's order), `votes` and `consensus`; start from
+            `initial_position(schedule)`.
+        transcript: the turns so far; each a mapping with `speaker` and `flags` (the votes
+            "ACCEPT"/"REJECT" parsed from its text: `ima.method.votes.parse_flags`).
+        turn_cap: the most turns before the meeting ends without consensus.
+
+    Returns the position's changed keys; `next_speaker` is a role, or "documentation" once
+    every voter accepted and the facilitator said FINALIZE, or the turn cap is reached.
+    """
     if not transcript:
         return {"next_speaker": round_order(schedule)[0]}
     last = transcript[-1]

@@ -12,7 +12,7 @@ from langgraph.runtime import Runtime
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
 from ima.core.state import State
-from ima.method.schedule import advance, next_steps
+from ima.method.schedule import advance_schedule, next_steps
 from ima.nodes.memory_update import memory_node_name
 from ima.nodes.review import REVIEW
 from ima.tasks import Task
@@ -30,7 +30,7 @@ def make_router_node(task: Task) -> Callable[..., dict[str, Any]]:
         transcript = state["transcript"]
         if transcript and len(transcript) <= state.get("routed_turn", 0):
             return {}  # this turn is scheduled already; the router ran again after memory updates
-        update = advance(task.schedule, state, transcript, runtime.context.turn_cap)
+        update = advance_schedule(task.schedule, state, transcript, runtime.context.turn_cap)
         if update.get("consensus") and runtime.context.review:
             update["next_speaker"] = REVIEW  # a person approves before FINALIZE
         return update | {"routed_turn": len(transcript)}

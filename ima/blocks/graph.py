@@ -1,0 +1,156 @@
+"""Intrinsic memory for an agent node of a hand-built `StateGraph`, in one call:
+
+    builder.add_node("writer", writer)
+    builder.add_edge("writer", "critic")
+    add_intrinsic_memory(builder, "writer", memory, budget=2048)
+
+The node then reads the budgeted context (task, its memory, the newest messages that fit)
+in place of the whole `messages`; its own output still goes to the real transcript. A new
+node, `writer_memory`, follows it and updates the agent's memory from that output; the
+node's edges now leave from `writer_memory`, so the rest of the graph is unchanged. Call it
+after the node's edges are added, before `compile`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any, get_type_hints
+
+from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langgraph.graph import StateGraph
+from typing_extensions import TypedDict
+
+from ima.blocks.state import MEMORY_KEY, MemoryChannel, memory_of, next_version
+from ima.method.context import TokenCounter, count_message_tokens, fit_context
+from ima.method.memory_update import IntrinsicMemory
+
+Output = Callable[[Mapping[str, Any]], str]
+
+
+def _last_ai_text(messages_key: str) -> Output:
+    def output(state: Mapping[str, Any]) -> str:
+        messages = state.get(messages_key) or []
+        return next((m.text for m in reversed(messages) if isinstance(m, AIMessage)), "")
+
+    return output
+
+
+def _schema_with_memory(builder: StateGraph) -> type:
+    """The builder's state schema plus the memory key (registers its channel)."""
+    hints = get_type_hints(builder.state_schema, include_extras=True)
+    if MEMORY_KEY in hints:
+        return builder.state_schema
+    return TypedDict(  # type: ignore[operator]
+        f"{builder.state_schema.__name__}WithMemory",
+        {**hints, MEMORY_KEY: MemoryChannel},
+        total=False,
+    )
+
+
+def add_intrinsic_memory(
+    builder: StateGraph,
+    node: str,
+    memory: IntrinsicMemory,
+    *,
+    budget: int,
+    agent: str | None = None,
+    task: str | None = None,
+    role: str = "",
+    messages_key: str = "messages",
+    output: Output | None = None,
+    token_counter: TokenCounter = count_message_tokens,
+) -> str:
+    """Give the agent node `node` of `builder` intrinsic memory; returns the memory node's name.
+
+    Args:
+        builder: the uncompiled graph; its state has a list of messages at `messages_key`.
+        node: the agent node: it reads `state[messages_key]` and adds its answer there.
+        memory: the `IntrinsicMemory` that updates this agent's memory.
+        budget: the most tokens of the messages the node sees.
+        agent: the agent's name in `intrinsic_memory` (default: the node's name).
+        task: the task description; None takes the conversation's first message.
+        role: the agent's role, shown to the memory update.
+        messages_key: the state key of the conversation.
+        output: reads the agent's own latest output from the state after the node ran
+            (default: the text of the last AI message).
+        token_counter: counts a list of messages (default: tiktoken estimate).
+
+    Raises ValueError if the node does not exist, routes with `Command(goto=...)` (the
+    memory step would be skipped), or has no outgoing edge yet.
+    """
+    if builder.compiled:
+        raise ValueError("add intrinsic memory before compiling the graph")
+    if node not in builder.nodes:
+        raise ValueError(f"no node {node!r} in the graph: add it first")
+    spec = builder.nodes[node]
+    if spec.ends:
+        raise ValueError(
+            f"node {node!r} routes with Command(goto=...), which would skip its memory "
+            "update: route it with edges instead"
+        )
+    outgoing = {e for e in builder.edges if e[0] == node} or builder.branches.get(node)
+    waiting = any(node in starts for starts, _ in builder.waiting_edges)
+    if not outgoing and not waiting:
+        raise ValueError(f"node {node!r} has no outgoing edge yet: add its edges first")
+
+    name = agent or node
+    memory_node = f"{node}_memory"
+    schema = _schema_with_memory(builder)
+    agent_node = spec.runnable
+    read_output = output or _last_ai_text(messages_key)
+
+    def fitted(state: Mapping[str, Any]) -> dict[str, Any]:
+        record = memory_of(state, name)
+        messages = fit_context(
+            state.get(messages_key) or [],
+            record["text"] if record else "",
+            budget=budget,
+            task=task,
+            token_counter=token_counter,
+        )
+        return {**state, messages_key: messages}
+
+    def with_context(state: Mapping[str, Any], config: RunnableConfig) -> Any:
+        return agent_node.invoke(fitted(state), config)
+
+    async def awith_context(state: Mapping[str, Any], config: RunnableConfig) -> Any:
+        return await agent_node.ainvoke(fitted(state), config)
+
+    def update(state: Mapping[str, Any]) -> dict[str, Any]:
+        record = memory_of(state, name)
+        text = read_output(state)
+        if not text:
+            return {}
+        result = memory.update(
+            record["text"] if record else "", text, role=role, metadata={"ima_role": name}
+        )
+        return {MEMORY_KEY: {name: next_version(record, result.text)}}
+
+    async def aupdate(state: Mapping[str, Any]) -> dict[str, Any]:
+        record = memory_of(state, name)
+        text = read_output(state)
+        if not text:
+            return {}
+        result = await memory.aupdate(
+            record["text"] if record else "", text, role=role, metadata={"ima_role": name}
+        )
+        return {MEMORY_KEY: {name: next_version(record, result.text)}}
+
+    builder.add_node(memory_node, RunnableLambda(update, afunc=aupdate), input_schema=schema)
+    builder.nodes[node] = replace(
+        spec,
+        runnable=RunnableLambda(with_context, afunc=awith_context, name=node),
+        input_schema=schema,
+    )
+    # The node's edges now leave from its memory update.
+    builder.edges = {(memory_node if a == node else a, b) for a, b in builder.edges}
+    builder.waiting_edges = {
+        (tuple(memory_node if s == node else s for s in starts), end)
+        for starts, end in builder.waiting_edges
+    }
+    if node in builder.branches:
+        builder.branches[memory_node] = builder.branches.pop(node)
+    builder.add_edge(node, memory_node)
+    return memory_node

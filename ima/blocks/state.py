@@ -1,0 +1,58 @@
+"""Where an agent's memory lives in a graph's state: one key, `intrinsic_memory`, holding
+each agent's memory under its name; its reducer merges by agent, so two agents (parallel
+subagents, a writer and a critic in one step) never overwrite each other's memory."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, NotRequired
+
+from langchain.agents.middleware.types import AgentState
+from typing_extensions import TypedDict
+
+MEMORY_KEY = "intrinsic_memory"
+
+
+class AgentMemory(TypedDict):
+    """One agent's memory in the graph state: its Markdown and how often it was updated."""
+
+    text: str
+    version: int
+
+
+def merge_memories(
+    current: Mapping[str, AgentMemory] | None, update: Mapping[str, AgentMemory] | None
+) -> dict[str, AgentMemory]:
+    """Reducer: each update replaces only the agents it names."""
+    return {**(current or {}), **(update or {})}
+
+
+MemoryChannel = Annotated[dict[str, AgentMemory], merge_memories]
+
+
+class IntrinsicMemoryState(AgentState):
+    """`create_agent` state with each agent's memory (`state_schema=` of a supervisor whose
+    subagents keep memory; the middleware adds it to its own agent by itself)."""
+
+    intrinsic_memory: NotRequired[MemoryChannel]
+
+
+def memory_of(state: Mapping[str, object], agent: str) -> AgentMemory | None:
+    """`agent`'s memory in `state`, if it has one yet."""
+    memories = state.get(MEMORY_KEY) or {}
+    return memories.get(agent) if isinstance(memories, Mapping) else None
+
+
+def next_version(previous: AgentMemory | None, text: str) -> AgentMemory:
+    """The agent's next memory version, holding `text`."""
+    return AgentMemory(text=text, version=(previous["version"] if previous else 0) + 1)
+
+
+def own_output(messages: list[object]) -> str:
+    """What the agent said in its latest turn: the text of its messages after the last
+    human message (its answer, and any text beside its tool calls)."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
+    texts = [m.text for m in messages[start + 1 :] if isinstance(m, AIMessage) and m.text]
+    return "\n\n".join(texts).strip()
