@@ -19,7 +19,7 @@ def test_same_seed_same_transcript_with_the_embedded_model(task):
             turn_cap=2,
             seed=5,
             max_turn_words=20,
-            max_memory_words=20,
+            memory_tokens=64,
             long_term=False,
         )
         out = graph.invoke({}, {"configurable": {"thread_id": "det"}}, context=settings)

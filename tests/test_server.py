@@ -415,5 +415,5 @@ def test_a_server_run_learns_long_term_lessons_like_a_cli_run(server: str, tmp_p
     assert {tuple(i["namespace"][:3]) for i in stored} >= {("ima_longterm", "studio", "private")}
     start = second["long_term"]["start"]
     assert start["available"] and start["loaded"]["private"] > 0
-    lessons = [s for s in second["memory_log"] if s["version"] == 0 and s["text"]]
-    assert lessons and all("Lessons from my earlier runs" in s["text"] for s in lessons)
+    lessons = [s["lessons"] for s in second["memories"].values() if s.get("lessons")]
+    assert lessons and all("Lessons from my earlier runs" in text for text in lessons)

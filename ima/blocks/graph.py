@@ -5,48 +5,72 @@
     add_intrinsic_memory(builder, "writer", memory, budget=2048)
 
 The node then reads the budgeted context (task, its memory, the newest messages that fit)
-in place of the whole `messages`; its own output still goes to the real transcript. A new
-node, `writer_memory`, follows it and updates the agent's memory from that output; the
-node's edges now leave from `writer_memory`, so the rest of the graph is unchanged. Call it
-after the node's edges are added, before `compile`.
+in place of the whole `messages`; what it returns still goes to the real transcript. A new
+node, `writer_memory`, follows it and updates the agent's memory from what the node itself
+returned (never from another agent's message); the node's edges now leave from
+`writer_memory`, so the rest of the graph is unchanged. Call it after the node's edges are
+added, before `compile`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any, get_type_hints
+from typing import Annotated, Any, get_type_hints
 
-from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph import StateGraph
+from langgraph.types import Command
 from typing_extensions import TypedDict
 
-from ima.blocks.state import MEMORY_KEY, MemoryChannel, memory_of, next_version
+from ima.blocks.state import MEMORY_KEY, AgentMemory, MemoryChannel, memory_of, next_version
 from ima.method.context import TokenCounter, count_message_tokens, fit_context
 from ima.method.memory_update import IntrinsicMemory
 
-Output = Callable[[Mapping[str, Any]], str]
+# The agent's own latest output, as its node returned it, waiting for its memory node.
+OUTPUT_KEY = "intrinsic_memory_output"
+Output = Callable[[Any], str]
 
 
-def _last_ai_text(messages_key: str) -> Output:
-    def output(state: Mapping[str, Any]) -> str:
-        messages = state.get(messages_key) or []
-        return next((m.text for m in reversed(messages) if isinstance(m, AIMessage)), "")
+def _merge_outputs(current: dict[str, str] | None, update: dict[str, str] | None) -> dict:
+    return {**(current or {}), **(update or {})}
+
+
+def _returned_messages(messages_key: str) -> Output:
+    """The text of the messages a node returned under `messages_key`."""
+
+    def output(update: Any) -> str:
+        if isinstance(update, Command):
+            update = update.update
+        if not isinstance(update, Mapping):
+            return ""
+        returned = update.get(messages_key) or []
+        returned = returned if isinstance(returned, list) else [returned]
+        return "\n\n".join(getattr(m, "text", str(m)) for m in returned).strip()
 
     return output
 
 
+def _hints(builder: StateGraph) -> dict[str, Any]:
+    return get_type_hints(builder.state_schema, include_extras=True)
+
+
 def _schema_with_memory(builder: StateGraph) -> type:
-    """The builder's state schema plus the memory key (registers its channel)."""
-    hints = get_type_hints(builder.state_schema, include_extras=True)
-    if MEMORY_KEY in hints:
+    """The builder's state schema plus the memory keys (their channels get registered)."""
+    hints = _hints(builder)
+    keys = {MEMORY_KEY: MemoryChannel, OUTPUT_KEY: Annotated[dict[str, str], _merge_outputs]}
+    missing = {k: v for k, v in keys.items() if k not in hints}
+    if not missing:
         return builder.state_schema
     return TypedDict(  # type: ignore[operator]
-        f"{builder.state_schema.__name__}WithMemory",
-        {**hints, MEMORY_KEY: MemoryChannel},
-        total=False,
+        f"{builder.state_schema.__name__}WithMemory", {**hints, **missing}, total=False
     )
+
+
+def _pairs(update: Any) -> list[tuple[str, Any]]:
+    if isinstance(update, Mapping):
+        return list(update.items())
+    return list(update or [])
 
 
 def add_intrinsic_memory(
@@ -73,8 +97,9 @@ def add_intrinsic_memory(
         task: the task description; None takes the conversation's first message.
         role: the agent's role, shown to the memory update.
         messages_key: the state key of the conversation.
-        output: reads the agent's own latest output from the state after the node ran
-            (default: the text of the last AI message).
+        output: reads the agent's own output from what its node returned (default: the
+            text of the messages it returned under `messages_key`), e.g.
+            `lambda update: update["draft"]` for a node that writes a draft.
         token_counter: counts a list of messages (default: tiktoken estimate).
 
     Raises ValueError if the node does not exist, routes with `Command(goto=...)` (the
@@ -99,7 +124,7 @@ def add_intrinsic_memory(
     memory_node = f"{node}_memory"
     schema = _schema_with_memory(builder)
     agent_node = spec.runnable
-    read_output = output or _last_ai_text(messages_key)
+    read_output = output or _returned_messages(messages_key)
 
     def fitted(state: Mapping[str, Any]) -> dict[str, Any]:
         record = memory_of(state, name)
@@ -112,33 +137,47 @@ def add_intrinsic_memory(
         )
         return {**state, messages_key: messages}
 
+    def remembered(update: Any) -> Any:
+        """The node's update, plus its output for the memory node (beside, not in, it)."""
+        mark = {OUTPUT_KEY: {name: read_output(update)}}
+        if isinstance(update, Command):
+            return Command(update=[*_pairs(update.update), *mark.items()], graph=update.graph)
+        return {**(update or {}), **mark}
+
     def with_context(state: Mapping[str, Any], config: RunnableConfig) -> Any:
-        return agent_node.invoke(fitted(state), config)
+        return remembered(agent_node.invoke(fitted(state), config))
 
     async def awith_context(state: Mapping[str, Any], config: RunnableConfig) -> Any:
-        return await agent_node.ainvoke(fitted(state), config)
+        return remembered(await agent_node.ainvoke(fitted(state), config))
+
+    def pending(state: Mapping[str, Any]) -> tuple[AgentMemory | None, str]:
+        return memory_of(state, name), (state.get(OUTPUT_KEY) or {}).get(name, "")
 
     def update(state: Mapping[str, Any]) -> dict[str, Any]:
-        record = memory_of(state, name)
-        text = read_output(state)
+        record, text = pending(state)
         if not text:
             return {}
         result = memory.update(
             record["text"] if record else "", text, role=role, metadata={"ima_role": name}
         )
-        return {MEMORY_KEY: {name: next_version(record, result.text)}}
+        return {MEMORY_KEY: {name: next_version(record, result.text)}, OUTPUT_KEY: {name: ""}}
 
     async def aupdate(state: Mapping[str, Any]) -> dict[str, Any]:
-        record = memory_of(state, name)
-        text = read_output(state)
+        record, text = pending(state)
         if not text:
             return {}
         result = await memory.aupdate(
             record["text"] if record else "", text, role=role, metadata={"ima_role": name}
         )
-        return {MEMORY_KEY: {name: next_version(record, result.text)}}
+        return {MEMORY_KEY: {name: next_version(record, result.text)}, OUTPUT_KEY: {name: ""}}
 
     builder.add_node(memory_node, RunnableLambda(update, afunc=aupdate), input_schema=schema)
+    if builder.output_schema is builder.state_schema and MEMORY_KEY not in _hints(builder):
+        # The graph's result then carries every agent's memory, like its other state keys.
+        hints = {**_hints(builder), MEMORY_KEY: MemoryChannel}
+        output = TypedDict(f"{builder.state_schema.__name__}Output", hints, total=False)  # type: ignore[operator]
+        builder._add_schema(output, allow_managed=False)
+        builder.output_schema = output
     builder.nodes[node] = replace(
         spec,
         runnable=RunnableLambda(with_context, afunc=awith_context, name=node),

@@ -25,10 +25,11 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.language_models.base import LangSmithParams
+from langchain_core.language_models.base import LangSmithParams, LanguageModelInput
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
@@ -40,9 +41,12 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.ai import InputTokenDetails, UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
 
 from ima.core.processes import process_alive
+from ima.models.tool_calls import answer_schema, read_answer, with_tools
 from ima.models.weights import ModelSetupError, check_gguf, ensure_default_gguf, install_hint
 
 if TYPE_CHECKING:
@@ -389,6 +393,14 @@ class EmbeddedChatModel(BaseChatModel):
         params["ls_model_name"] = Path(self.model_path).name
         return params
 
+    def bind_tools(
+        self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        """Tool calling through a grammar: the answer is one call of a listed tool with
+        valid arguments, or a plain answer (see ima/models/tool_calls.py)."""
+        formatted = [convert_to_openai_tool(t) for t in tools]
+        return self.bind(ima_tools=formatted, ima_tool_choice=tool_choice, **kwargs)
+
     def load(self) -> None:
         """Load the weights now instead of at the first call (surfaces errors early)."""
         _engine(self.model_path, self.n_ctx, self.n_threads)
@@ -401,6 +413,12 @@ class EmbeddedChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         engine = _engine(self.model_path, self.n_ctx, self.n_threads)
+        tools = kwargs.pop("ima_tools", None)
+        tool_choice = kwargs.pop("ima_tool_choice", None)
+        if tools:
+            messages = with_tools(messages, tools)
+            schema = answer_schema(tools, tool_choice)
+            kwargs["response_format"] = {"type": "json_object", "schema": schema}
         params: dict[str, Any] = {
             "temperature": self.temperature,
             "top_p": self.top_p,
@@ -428,8 +446,11 @@ class EmbeddedChatModel(BaseChatModel):
         }
         if choice.get("logprobs"):  # asked for with logprobs=N
             metadata["logprobs"] = choice["logprobs"]
+        text = choice.get("text") or ""
+        content, tool_calls = read_answer(text) if tools else (text, [])
         message = AIMessage(
-            content=choice.get("text") or "",
+            content=content,
+            tool_calls=tool_calls,
             usage_metadata=UsageMetadata(
                 input_tokens=usage.get("prompt_tokens", 0),
                 output_tokens=usage.get("completion_tokens", 0),
