@@ -64,10 +64,13 @@ def graph_run(variant: str, turns: int, budget: int) -> dict[str, Any]:
 
 
 def sqlite_settings() -> str:
-    """The pragmas `open_checkpointer` really sets."""
-    from ima.runs.checkpoints import open_checkpointer
+    """The pragmas the runs database's checkpointer really sets."""
+    from ima.runs.database import open_database
 
-    with tempfile.TemporaryDirectory() as tmp, open_checkpointer(Path(tmp) / "p.sqlite") as saver:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        open_database(Path(tmp) / "p.sqlite").checkpointer() as saver,
+    ):
         conn = saver.conn
         mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
         sync = conn.execute("PRAGMA synchronous").fetchone()[0]

@@ -133,7 +133,7 @@ def postgres_cluster():
 @pytest.fixture
 def pg_url(postgres_cluster) -> Iterator[str]:
     """The URL of a new, empty database on the private server."""
-    from ima.runs.database import close_pool
+    from ima.storage.postgres import close_pool
 
     url = postgres_cluster.new_database()
     yield url

@@ -9,8 +9,7 @@ from typer.testing import CliRunner
 
 from ima.cli.memory import memory_app
 from ima.core.errors import UserError
-from ima.longterm import Policy, PolicySet, RunOutcome, learn
-from ima.runs.database import open_memory_hub
+from ima.longterm import MemoryHub, Policy, PolicySet, RunOutcome, learn
 
 MEMORY = (
     "## Decisions\n- Storage format: Parquet on object storage\n- Ingest through Kafka topics\n"
@@ -24,7 +23,7 @@ def store(memory_target, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
     path = memory_target
     policies = PolicySet(default=Policy(min_support=2))
-    with open_memory_hub(path, "alice", policies=policies) as hub:
+    with MemoryHub.open(path, "alice", policies=policies) as hub:
         learn(hub, RunOutcome("run-1", "finalized", {"BOA": (MEMORY, 4), "DEA": (MEMORY, 6)}))
         learn(hub, RunOutcome("run-2", "finalized", {"BOA": (MEMORY, 5)}))
     return path

@@ -12,7 +12,6 @@ from ima.longterm import MemoryHub, RunOutcome, learn
 from ima.longterm.hub import DOC_KEY
 from ima.longterm.merge import Candidate, merge
 from ima.longterm.namespaces import namespace, private
-from ima.runs.database import open_memory_hub
 
 
 def _lesson(writer: str, n: int) -> Candidate:
@@ -22,7 +21,7 @@ def _lesson(writer: str, n: int) -> Candidate:
 
 
 def _write_many(path: str, writer: str, count: int, barrier=None) -> None:
-    with open_memory_hub(path, "alice") as hub:
+    with MemoryHub.open(path, "alice") as hub:
         if barrier is not None:
             barrier.wait(120)  # a writer that died must not hang the other
         for n in range(count):
@@ -49,7 +48,7 @@ def _run_threads(target, args_list) -> None:
 
 
 def _assert_nothing_lost(path: str, writers: list[str], count: int) -> None:
-    with open_memory_hub(path, "alice") as hub:
+    with MemoryHub.open(path, "alice") as hub:
         doc = hub.read(private("BOA"))
         texts = {i.text for i in doc.items.values()}
         expected = {_lesson(w, n).text for w in writers for n in range(count)}
@@ -117,7 +116,7 @@ def test_the_loser_rereads_and_remerges(memory_target):
     """Writer one reads revision 0; writer two commits meanwhile; one's claim of revision 1
     fails, so it runs its merge again on two's document instead of overwriting it."""
     path = memory_target
-    with open_memory_hub(path, "alice") as one, open_memory_hub(path, "alice") as two:
+    with MemoryHub.open(path, "alice") as one, MemoryHub.open(path, "alice") as two:
         seen: list[int] = []
 
         def change(doc):
@@ -139,12 +138,12 @@ def test_concurrent_learning_of_the_same_lesson_counts_both_runs(memory_target):
     barrier = threading.Barrier(4)
 
     def run(thread: str) -> None:
-        with open_memory_hub(path, "alice") as hub:
+        with MemoryHub.open(path, "alice") as hub:
             barrier.wait(60)
             learn(hub, RunOutcome(thread, "finalized", {"BOA": (memory, 2), "DEA": (memory, 3)}))
 
     _run_threads(run, [(f"run{i}",) for i in range(4)])
-    with open_memory_hub(path, "alice") as hub:
+    with MemoryHub.open(path, "alice") as hub:
         for scope in (private("BOA"), private("DEA"), hub.shared):
             (item,) = hub.read(scope).items.values()
             assert item.support_total == 4

@@ -45,7 +45,8 @@ from ima.evals.runner import EvalPlan, Evaluation, Event
 from ima.evals.store import ResultsStore
 from ima.evals.terminal import print_report
 from ima.models import agent_model, describe_model, load_chat_model
-from ima.runs.database import Database, is_url, open_database
+from ima.runs.database import Database, open_database
+from ima.storage.targets import is_url
 from ima.tasks import load_task
 
 # Agents sample at this temperature in an evaluation: at 0 a run ignores its seed, so ten

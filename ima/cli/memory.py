@@ -29,7 +29,7 @@ from ima.longterm.errors import MemoryUnavailable
 from ima.longterm.hub import Entry, MemoryHub
 from ima.longterm.namespaces import SHARED, private
 from ima.longterm.runtime import LongTermConfig
-from ima.runs.database import is_url, memory_location, open_memory_hub, safe_url
+from ima.storage.targets import is_url, memory_location, safe_url
 
 memory_app = typer.Typer(
     help="Long-term memory across runs: list what each agent believes, see why, correct it.\n\n"
@@ -77,7 +77,7 @@ def _hub(
         yield None
         return
     try:
-        hub = open_memory_hub(
+        hub = MemoryHub.open(
             location, config.principal_id(), policies=config.policies(), read_only=read_only
         )
     except MemoryUnavailable as exc:

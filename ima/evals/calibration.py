@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ima.core.errors import UserError
 from ima.evals.judge import LABELS, MAX_ATTEMPTS, METRICS, judge_design
-from ima.evals.store import write_json_atomic, write_text_atomic
+from ima.storage.files import write_json_atomic, write_text_atomic
 from ima.tasks import TASKS_DIR, Task, available_tasks, load_task
 
 INDEX_FILE = "index.yaml"

@@ -28,7 +28,7 @@ from ima.evals.comparison import (
     system_of,
 )
 from ima.evals.judge import LABELS, METRICS
-from ima.evals.store import write_text_atomic
+from ima.storage.files import write_text_atomic
 
 REPORT_FILE = "report.md"
 

@@ -26,7 +26,7 @@ from ima.evals.content_runs import run_content
 from ima.evals.coverage import evidence_coverage, llm_coverage
 from ima.evals.judge import MAX_ATTEMPTS, judge_design
 from ima.evals.queue import SharedEvaluation, thread_prefix
-from ima.evals.store import ResultsStore, write_json_atomic
+from ima.evals.store import ResultsStore
 from ima.models import load_chat_model
 from ima.runs.database import Database
 from ima.runs.leases import Lease
@@ -41,6 +41,7 @@ from ima.runs.runner import (
     load_state,
     validate_settings,
 )
+from ima.storage.files import write_json_atomic
 from ima.tasks import Task, load_task
 from ima.view import write_view
 

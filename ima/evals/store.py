@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ima.core.errors import UserError
+from ima.storage.files import write_json_atomic
 
 RESULTS_FILE = "results.jsonl"
 CONFIG_FILE = "config.json"
@@ -71,23 +72,6 @@ class ResultsStore:
             f.write(line.encode("utf-8"))
             f.flush()
             os.fsync(f.fileno())
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with tmp.open("w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2, ensure_ascii=False)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def read_config(directory: Path) -> dict[str, Any] | None:

@@ -24,7 +24,6 @@ from ima.longterm.runtime import (
     load_starting_memory,
     open_long_term,
     open_session,
-    store_path,
 )
 
 __all__ = [
@@ -56,5 +55,4 @@ __all__ = [
     "resolve_principal",
     "rule_drafter",
     "starting_memory",
-    "store_path",
 ]

@@ -1,10 +1,12 @@
 """Where long-term memory lives: a LangGraph store plus the revision log that arbitrates
-its conditional writes, in the same database.
+its conditional writes, in the same database. `open_backend(location)` opens either:
 
-- SQLite (the default): a SqliteStore on a file (runs/memory.sqlite beside the runs
-  database) plus the revision table in the same file, each on its own connection.
-- PostgreSQL: LangGraph's PostgresStore plus the revision table, on the runs database's
-  connection pool (ima.runs.database chooses; it also runs `setup` once per process).
+- a SQLite file (the default: runs/memory.sqlite beside the runs database): a SqliteStore
+  plus the revision table in the same file, each on its own connection;
+- a `postgresql://` URL: LangGraph's PostgresStore plus the revision table, on the
+  process's connection pool for that database (set up once per process).
+
+`ima.storage.targets.memory_location` says which location a run uses.
 """
 
 from __future__ import annotations
@@ -15,26 +17,41 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
-from langgraph.store.postgres import PostgresStore
+from langgraph.store.base import BaseStore
 from langgraph.store.sqlite import SqliteStore
 
 from ima.longterm.errors import MemoryUnavailable
-from ima.longterm.revisions import PostgresRevisionLog, SqliteRevisionLog, register
+from ima.longterm.revisions import TableRevisionLog, register
+from ima.storage import postgres
+from ima.storage.sql import pool_session, sqlite_session
+from ima.storage.sqlite import connect, connect_read_only
+from ima.storage.targets import check_url, is_url, safe_url
 
 
-def _connect(path: Path, timeout: float) -> sqlite3.Connection:
-    # SqliteStore needs autocommit (it issues its own BEGIN/COMMIT); WAL lets readers run
-    # beside a writer, the busy timeout lets several processes share the file.
-    conn = sqlite3.connect(path, timeout=timeout, check_same_thread=False, isolation_level=None)
-    try:
-        conn.execute("PRAGMA journal_mode=WAL")  # also fails fast on a file that is not SQLite
-        conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
-    except sqlite3.Error:
-        conn.close()
-        raise
-    return conn
+@dataclass
+class Backend:
+    """An opened store and its revision log; `where` names it for the run record."""
+
+    store: BaseStore
+    revisions: TableRevisionLog
+    where: str
+    connections: tuple[sqlite3.Connection, ...] = ()  # SQLite: closed with the backend
+
+    def close(self) -> None:
+        """SQLite: close its connections (a PostgreSQL pool belongs to the process)."""
+        for conn in self.connections:
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
+
+
+def open_backend(location: str | Path, timeout: float = 30.0, read_only: bool = False) -> Backend:
+    """Long-term memory at `location`, a SQLite file or a postgresql:// URL (`read_only`: a
+    SQLite file is only read, nothing is created). MemoryUnavailable if a SQLite file cannot
+    be used; UserError (one line) if a PostgreSQL server cannot."""
+    if is_url(str(location)):
+        return _open_postgres(str(location))
+    return _open_sqlite(Path(location), timeout, read_only)
 
 
 @contextlib.contextmanager
@@ -57,75 +74,44 @@ def _setup_lock(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-@dataclass
-class SqliteBackend:
-    path: Path
-    store: SqliteStore
-    revisions: SqliteRevisionLog
-
-    def close(self) -> None:
-        for conn in (self.store.conn, self.revisions.conn):
-            with contextlib.suppress(sqlite3.Error):
-                conn.close()
-
-
-def _connect_read_only(path: Path, timeout: float) -> sqlite3.Connection:
-    """A connection that never writes (`immutable` where not even the WAL index may be made)."""
-    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
-    try:
-        conn = sqlite3.connect(uri, uri=True, timeout=timeout, check_same_thread=False)
-        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
-    except sqlite3.OperationalError:
-        conn = sqlite3.connect(uri + "&immutable=1", uri=True, check_same_thread=False)
-    return conn
-
-
-def open_sqlite(path: str | Path, timeout: float = 30.0, read_only: bool = False) -> SqliteBackend:
-    """Open (creating if needed) the store file; MemoryUnavailable if it cannot be used.
-    `read_only` (for inspection) never writes and never creates anything."""
-    path = Path(path)
+def _open_sqlite(path: Path, timeout: float, read_only: bool) -> Backend:
     opened: list[sqlite3.Connection] = []
     try:
         if read_only:
-            opened += [_connect_read_only(path, timeout), _connect_read_only(path, timeout)]
+            opened += [connect_read_only(path, timeout), connect_read_only(path, timeout)]
             store = SqliteStore(opened[0])
             store.is_setup = True  # an existing store's tables (nothing is created read-only)
-            revisions = SqliteRevisionLog(opened[1], create=False)
-            register(store, revisions)
-            return SqliteBackend(path, store, revisions)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with _setup_lock(path):  # a new file's WAL switch and schema: one opener at a time
-            opened.append(_connect(path, timeout))
-            opened.append(_connect(path, timeout))
-            store = SqliteStore(opened[0])
-            store.setup()
-            revisions = SqliteRevisionLog(opened[1])
+            revisions = TableRevisionLog(sqlite_session(opened[1]))
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with _setup_lock(path):  # a new file's WAL switch and schema: one opener at a time
+                # SqliteStore needs autocommit (it issues its own BEGIN/COMMIT)
+                opened.append(connect(path, timeout=timeout, autocommit=True))
+                opened.append(connect(path, timeout=timeout, autocommit=True))
+                store = SqliteStore(opened[0])
+                store.setup()
+                revisions = TableRevisionLog(sqlite_session(opened[1]))
+                revisions.setup()
     except (OSError, sqlite3.Error) as exc:
         for conn in opened:
             conn.close()
         reason = (str(exc).splitlines() or [type(exc).__name__])[0]
         raise MemoryUnavailable(f"cannot open long-term memory store {path}: {reason}") from None
     register(store, revisions)
-    return SqliteBackend(path, store, revisions)
+    return Backend(store, revisions, str(path), tuple(opened))
 
 
-@dataclass
-class PostgresBackend:
-    store: PostgresStore
-    revisions: PostgresRevisionLog
+def _open_postgres(url: str) -> Backend:
+    from langgraph.store.postgres import PostgresStore  # psycopg: only for PostgreSQL users
 
-    def setup(self) -> None:
-        """Create the store's and the revision log's tables (idempotent)."""
-        self.store.setup()
-        self.revisions.setup()
-
-    def close(self) -> None:
-        """Nothing to close: the pool belongs to the process's database."""
-
-
-def open_postgres(pool: Any) -> PostgresBackend:
-    """Long-term memory on a psycopg pool (autocommit, dict rows); call `setup` once."""
+    pool: Any = postgres.pool(check_url(url))
     store = PostgresStore(pool)
-    revisions = PostgresRevisionLog(pool)
+    revisions = TableRevisionLog(pool_session(pool))
+
+    def create(sql: Any) -> None:
+        store.setup()
+        revisions.setup()
+
+    postgres.set_up(url, "long_term", create)
     register(store, revisions)
-    return PostgresBackend(store, revisions)
+    return Backend(store, revisions, safe_url(url))

@@ -2,8 +2,10 @@
 failure into a report ("unavailable: why") so the run goes on without long-term memory
 and says so; none of them ever puts memory contents in a report or a log.
 
-- `open_long_term(settings, db)`  (runner, around a run): opens the store, which goes to
-  `compile_graph(..., store=...)` (the LangGraph server brings its own store instead).
+- `open_long_term(settings, db)`  (runner, around a run): opens the store where
+  `ima.storage.targets.memory_location` says it lives (`memory_store`, else beside the runs
+  database `db`), which goes to `compile_graph(..., store=...)` (the LangGraph server
+  brings its own store instead).
 - `load_starting_memory(settings, roles, runtime.store)`  (setup node): starting texts
   per role and the report of what was loaded.
 - `learn_from_run(settings, runtime.store, thread, values)`  (learning node, after the
@@ -13,8 +15,7 @@ and says so; none of them ever puts memory contents in a report or a log.
 from __future__ import annotations
 
 import logging
-import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,15 +25,16 @@ from langgraph.store.base import BaseStore
 
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
+from ima.longterm.backend import open_backend
 from ima.longterm.errors import LongTermError
 from ima.longterm.hub import Clock, MemoryHub
 from ima.longterm.namespaces import resolve_principal
 from ima.longterm.pipeline import Drafter, RunOutcome, learn, rule_drafter
 from ima.longterm.policy import PolicySet, load_policy
 from ima.longterm.retrieval import starting_memory
+from ima.storage.targets import memory_location
 
 log = logging.getLogger(__name__)
-STORE_FILE = "memory.sqlite"
 FINISHED = ("finalized", "turn_cap", "failed")
 
 
@@ -42,7 +44,7 @@ class LongTermConfig:
 
     enabled: bool = True
     principal: str = ""  # empty: IMA_PRINCIPAL, else the OS user
-    store_path: str = ""  # empty: IMA_MEMORY_STORE, else memory.sqlite beside the runs DB
+    store_path: str = ""  # empty: beside the runs database (ima.storage.targets)
     budget_tokens: int = 300
     policy_path: str = ""
 
@@ -61,17 +63,6 @@ class LongTermConfig:
 
     def policies(self) -> PolicySet:
         return load_policy(self.policy_path)
-
-
-def store_path(configured: str = "", db: Path | None = None) -> Path:
-    """Where the SQLite store lives: explicit, IMA_MEMORY_STORE, or beside the runs DB."""
-    if configured:
-        return Path(configured)
-    if os.environ.get("IMA_MEMORY_STORE"):
-        return Path(os.environ["IMA_MEMORY_STORE"])
-    if db is None:
-        db = Path(os.environ.get("IMA_DB") or Path("runs") / "ima.sqlite")
-    return db.parent / STORE_FILE
 
 
 def check_settings(settings: RunContext) -> None:
@@ -123,20 +114,15 @@ class LongTermSession:
             self.hub.close()
 
 
-# Opens the store the runs database chooses (ima.runs.database): (backend, where) where
-# backend has `.store`, `.revisions` and `.close()`, and `where` names it for the record.
-BackendOpener = Callable[[], tuple[Any, str]]
-
-
 def open_session(
     settings: RunContext,
-    db: Path | BackendOpener | None = None,
+    db: str | Path | None = None,
     *,
     clock: Clock | None = None,
     timeout: float = 30.0,
 ) -> LongTermSession:
-    """`db`: the runs database's opener (any engine), or a SQLite runs file beside which
-    memory.sqlite lives (None: IMA_DB's directory)."""
+    """Long-term memory for a run whose runs database is `db` (a SQLite path or a
+    postgresql:// URL; None: IMA_DB): where `memory_location` says it lives."""
     config = LongTermConfig.from_settings(settings)
     if not config.enabled:
         return LongTermSession(None, {"enabled": False})  # the user's choice: no note
@@ -144,12 +130,8 @@ def open_session(
         kwargs: dict[str, Any] = {"policies": config.policies()}
         if clock:
             kwargs["clock"] = clock
-        if callable(db):
-            backend, where = db()
-            hub = MemoryHub.on_backend(backend, config.principal_id(), **kwargs)
-        else:
-            where = str(store_path(config.store_path, db))
-            hub = MemoryHub.open(where, config.principal_id(), timeout=timeout, **kwargs)
+        backend = open_backend(memory_location(config.store_path, db), timeout)
+        hub = MemoryHub.on_backend(backend, config.principal_id(), **kwargs)
     except (LongTermError, UserError) as exc:
         log.info("long-term memory unavailable: %s", exc)
         return LongTermSession(None, _unavailable(str(exc)))
@@ -157,12 +139,12 @@ def open_session(
         reason = f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}"
         log.info("long-term memory unavailable: %s", reason)
         return LongTermSession(None, _unavailable(reason))
-    return LongTermSession(hub, {"enabled": True, "available": True, "store": where})
+    return LongTermSession(hub, {"enabled": True, "available": True, "store": backend.where})
 
 
 @contextmanager
 def open_long_term(
-    settings: Any, db: Path | BackendOpener | None = None, **kwargs: Any
+    settings: Any, db: str | Path | None = None, **kwargs: Any
 ) -> Iterator[LongTermSession]:
     """The session for one run (`with open_long_term(settings, db) as lt:`)."""
     session = open_session(settings, db, **kwargs)

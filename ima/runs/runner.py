@@ -209,7 +209,7 @@ def _advance(
     try:
         with (
             db.checkpointer() as saver,
-            open_long_term(settings, lambda: db.long_term(settings.memory_store)) as lt,
+            open_long_term(settings, db.target) as lt,
         ):
             saver.fence = held  # checkpoints and compaction: refused once the lease is lost
             if lt.note and listener:
