@@ -35,9 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from ima.evals.queue import SharedEvaluation, progress
-from ima.longterm.hub import MemoryHub
 from ima.runs import leases
-from ima.runs.database import open_database
+from ima.runs.database import open_database, open_memory_hub
 from ima.runs.registry import RunRegistry
 from ima.runs.runner import load_state
 
@@ -239,7 +238,7 @@ def _long_term(db: Any, name: str, rows: list[dict[str, Any]]) -> dict[str, Any]
     expected: set[tuple[str, str, str]] = set()
     found: set[tuple[str, str, str]] = set()
     broken_chains = 0
-    with MemoryHub.open(db.url, name) as hub:
+    with open_memory_hub(db.url, name) as hub:
         for row in rows:
             if row["condition"]["memory_mode"] != "intrinsic":
                 continue

@@ -9,7 +9,8 @@ from typer.testing import CliRunner
 
 from ima.cli.memory import memory_app
 from ima.core.errors import UserError
-from ima.longterm import MemoryHub, Policy, PolicySet, RunOutcome, learn
+from ima.longterm import Policy, PolicySet, RunOutcome, learn
+from ima.runs.database import open_memory_hub
 
 MEMORY = (
     "## Decisions\n- Storage format: Parquet on object storage\n- Ingest through Kafka topics\n"
@@ -23,7 +24,7 @@ def store(memory_target, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
     path = memory_target
     policies = PolicySet(default=Policy(min_support=2))
-    with MemoryHub.open(path, "alice", policies=policies) as hub:
+    with open_memory_hub(path, "alice", policies=policies) as hub:
         learn(hub, RunOutcome("run-1", "finalized", {"BOA": (MEMORY, 4), "DEA": (MEMORY, 6)}))
         learn(hub, RunOutcome("run-2", "finalized", {"BOA": (MEMORY, 5)}))
     return path

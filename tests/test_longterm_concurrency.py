@@ -12,6 +12,7 @@ from ima.longterm import MemoryHub, RunOutcome, learn
 from ima.longterm.hub import DOC_KEY
 from ima.longterm.merge import Candidate, merge
 from ima.longterm.namespaces import namespace, private
+from ima.runs.database import open_memory_hub
 
 
 def _lesson(writer: str, n: int) -> Candidate:
@@ -21,7 +22,7 @@ def _lesson(writer: str, n: int) -> Candidate:
 
 
 def _write_many(path: str, writer: str, count: int, barrier=None) -> None:
-    with MemoryHub.open(path, "alice") as hub:
+    with open_memory_hub(path, "alice") as hub:
         if barrier is not None:
             barrier.wait(120)  # a writer that died must not hang the other
         for n in range(count):
@@ -48,7 +49,7 @@ def _run_threads(target, args_list) -> None:
 
 
 def _assert_nothing_lost(path: str, writers: list[str], count: int) -> None:
-    with MemoryHub.open(path, "alice") as hub:
+    with open_memory_hub(path, "alice") as hub:
         doc = hub.read(private("BOA"))
         texts = {i.text for i in doc.items.values()}
         expected = {_lesson(w, n).text for w in writers for n in range(count)}
@@ -116,7 +117,7 @@ def test_the_loser_rereads_and_remerges(memory_target):
     """Writer one reads revision 0; writer two commits meanwhile; one's claim of revision 1
     fails, so it runs its merge again on two's document instead of overwriting it."""
     path = memory_target
-    with MemoryHub.open(path, "alice") as one, MemoryHub.open(path, "alice") as two:
+    with open_memory_hub(path, "alice") as one, open_memory_hub(path, "alice") as two:
         seen: list[int] = []
 
         def change(doc):
@@ -138,12 +139,12 @@ def test_concurrent_learning_of_the_same_lesson_counts_both_runs(memory_target):
     barrier = threading.Barrier(4)
 
     def run(thread: str) -> None:
-        with MemoryHub.open(path, "alice") as hub:
+        with open_memory_hub(path, "alice") as hub:
             barrier.wait(60)
             learn(hub, RunOutcome(thread, "finalized", {"BOA": (memory, 2), "DEA": (memory, 3)}))
 
     _run_threads(run, [(f"run{i}",) for i in range(4)])
-    with MemoryHub.open(path, "alice") as hub:
+    with open_memory_hub(path, "alice") as hub:
         for scope in (private("BOA"), private("DEA"), hub.shared):
             (item,) = hub.read(scope).items.values()
             assert item.support_total == 4

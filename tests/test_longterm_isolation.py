@@ -16,6 +16,7 @@ from ima.longterm import (
 from ima.longterm.namespaces import ROOT, Scope, namespace, private, resolve_principal, safe_token
 from ima.longterm.retrieval import starting_memory
 from ima.longterm.revisions import Revision
+from ima.runs.database import open_memory_hub
 
 CRAFTED = ["../B", "a/b", "", "B\x00", "..", ".", "a.b", "B\n", " B", "B ", "B/../A", "x" * 65, "é"]
 MEMORY = (
@@ -26,7 +27,7 @@ MEMORY = (
 @pytest.fixture
 def hubs(memory_target):
     """Two principals on one store, on each backend."""
-    with MemoryHub.open(memory_target, "A") as a, MemoryHub.open(memory_target, "B") as b:
+    with open_memory_hub(memory_target, "A") as a, open_memory_hub(memory_target, "B") as b:
         yield a, b
 
 

@@ -29,6 +29,7 @@ from ima.longterm.errors import MemoryUnavailable
 from ima.longterm.hub import Entry, MemoryHub
 from ima.longterm.namespaces import SHARED, private
 from ima.longterm.runtime import LongTermConfig
+from ima.runs.database import open_memory_hub
 from ima.storage.targets import is_url, memory_location, safe_url
 
 memory_app = typer.Typer(
@@ -77,7 +78,7 @@ def _hub(
         yield None
         return
     try:
-        hub = MemoryHub.open(
+        hub = open_memory_hub(
             location, config.principal_id(), policies=config.policies(), read_only=read_only
         )
     except MemoryUnavailable as exc:

@@ -1,12 +1,13 @@
-"""Where long-term memory lives: a LangGraph store plus the revision log that arbitrates
-its conditional writes, in the same database. `open_backend(location)` opens either:
+"""Long-term memory's storage: a LangGraph store plus the revision log that arbitrates
+its conditional writes, in the same database.
 
-- a SQLite file (the default: runs/memory.sqlite beside the runs database): a SqliteStore
-  plus the revision table in the same file, each on its own connection;
-- a `postgresql://` URL: LangGraph's PostgresStore plus the revision table, on the
-  process's connection pool for that database (set up once per process).
+- `open_sqlite(path)`: a SqliteStore plus the revision table in the same file, each on its
+  own connection (the default: runs/memory.sqlite beside the runs database).
+- `on_pool(pool)`: LangGraph's PostgresStore plus the revision table on a PostgreSQL
+  connection pool; the runs database (`ima.runs.database.open_memory_backend`) brings the
+  pool, so the library never loads a PostgreSQL driver.
 
-`ima.storage.targets.memory_location` says which location a run uses.
+`ima.storage.targets.memory_location` says which one a run uses.
 """
 
 from __future__ import annotations
@@ -23,10 +24,9 @@ from langgraph.store.sqlite import SqliteStore
 
 from ima.longterm.errors import MemoryUnavailable
 from ima.longterm.revisions import TableRevisionLog, register
-from ima.storage import postgres
 from ima.storage.sql import pool_session, sqlite_session
 from ima.storage.sqlite import connect, connect_read_only
-from ima.storage.targets import check_url, is_url, safe_url
+from ima.storage.targets import is_url, safe_url
 
 
 @dataclass
@@ -38,20 +38,16 @@ class Backend:
     where: str
     connections: tuple[sqlite3.Connection, ...] = ()  # SQLite: closed with the backend
 
+    def setup(self) -> None:
+        """Create the store's and the revision log's tables (idempotent)."""
+        self.store.setup()
+        self.revisions.setup()
+
     def close(self) -> None:
         """SQLite: close its connections (a PostgreSQL pool belongs to the process)."""
         for conn in self.connections:
             with contextlib.suppress(sqlite3.Error):
                 conn.close()
-
-
-def open_backend(location: str | Path, timeout: float = 30.0, read_only: bool = False) -> Backend:
-    """Long-term memory at `location`, a SQLite file or a postgresql:// URL (`read_only`: a
-    SQLite file is only read, nothing is created). MemoryUnavailable if a SQLite file cannot
-    be used; UserError (one line) if a PostgreSQL server cannot."""
-    if is_url(str(location)):
-        return _open_postgres(str(location))
-    return _open_sqlite(Path(location), timeout, read_only)
 
 
 @contextlib.contextmanager
@@ -74,44 +70,49 @@ def _setup_lock(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _open_sqlite(path: Path, timeout: float, read_only: bool) -> Backend:
+def open_sqlite(path: str | Path, timeout: float = 30.0, read_only: bool = False) -> Backend:
+    """Open (creating if needed) the store file; MemoryUnavailable if it cannot be used.
+    `read_only` (for inspection) never writes and never creates anything."""
+    path = Path(path)
+    if is_url(str(path)):
+        raise MemoryUnavailable(
+            f"long-term memory at {safe_url(str(path))} is a database server: open it through "
+            "the runs database (ima.runs.database.open_memory_backend)"
+        )
     opened: list[sqlite3.Connection] = []
     try:
         if read_only:
             opened += [connect_read_only(path, timeout), connect_read_only(path, timeout)]
-            store = SqliteStore(opened[0])
-            store.is_setup = True  # an existing store's tables (nothing is created read-only)
-            revisions = TableRevisionLog(sqlite_session(opened[1]))
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with _setup_lock(path):  # a new file's WAL switch and schema: one opener at a time
-                # SqliteStore needs autocommit (it issues its own BEGIN/COMMIT)
-                opened.append(connect(path, timeout=timeout, autocommit=True))
-                opened.append(connect(path, timeout=timeout, autocommit=True))
-                store = SqliteStore(opened[0])
-                store.setup()
-                revisions = TableRevisionLog(sqlite_session(opened[1]))
-                revisions.setup()
+            backend = _on_sqlite(path, opened)
+            backend.store.is_setup = True  # an existing store's tables: nothing is created
+            return backend
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with _setup_lock(path):  # a new file's WAL switch and schema: one opener at a time
+            # SqliteStore needs autocommit (it issues its own BEGIN/COMMIT)
+            opened += [connect(path, timeout=timeout, autocommit=True) for _ in range(2)]
+            backend = _on_sqlite(path, opened)
+            backend.setup()
+        return backend
     except (OSError, sqlite3.Error) as exc:
         for conn in opened:
             conn.close()
         reason = (str(exc).splitlines() or [type(exc).__name__])[0]
         raise MemoryUnavailable(f"cannot open long-term memory store {path}: {reason}") from None
+
+
+def _on_sqlite(path: Path, conns: list[sqlite3.Connection]) -> Backend:
+    """The store on one connection, the revision log on the other."""
+    store = SqliteStore(conns[0])
+    revisions = TableRevisionLog(sqlite_session(conns[1]))
     register(store, revisions)
-    return Backend(store, revisions, str(path), tuple(opened))
+    return Backend(store, revisions, str(path), tuple(conns))
 
 
-def _open_postgres(url: str) -> Backend:
-    from langgraph.store.postgres import PostgresStore  # psycopg: only for PostgreSQL users
+def on_pool(pool: Any, where: str) -> Backend:
+    """Long-term memory on a psycopg pool (autocommit, dict rows); run `setup` once."""
+    from langgraph.store.postgres import PostgresStore  # the pool's owner has psycopg
 
-    pool: Any = postgres.pool(check_url(url))
     store = PostgresStore(pool)
     revisions = TableRevisionLog(pool_session(pool))
-
-    def create(sql: Any) -> None:
-        store.setup()
-        revisions.setup()
-
-    postgres.set_up(url, "long_term", create)
     register(store, revisions)
-    return Backend(store, revisions, safe_url(url))
+    return Backend(store, revisions, where)

@@ -90,18 +90,18 @@ class MemoryHub:
     @classmethod
     def open(
         cls,
-        location: str | Path,
+        path: str | Path,
         principal: str,
         *,
         timeout: float = 30.0,
         read_only: bool = False,
         **kwargs: Any,
     ) -> MemoryHub:
-        """A hub on a SQLite file (created if missing, unless `read_only`) or a
-        postgresql:// URL; MemoryUnavailable if unusable. Close it after (or `with`)."""
-        from ima.longterm.backend import open_backend
+        """A hub on a SQLite file (created if missing, unless `read_only`); MemoryUnavailable
+        if unusable. (A PostgreSQL store: `ima.runs.database.open_memory_hub`.)"""
+        from ima.longterm.backend import open_sqlite
 
-        return cls.on_backend(open_backend(location, timeout, read_only), principal, **kwargs)
+        return cls.on_backend(open_sqlite(path, timeout, read_only), principal, **kwargs)
 
     @classmethod
     def on_backend(cls, backend: Any, principal: str, **kwargs: Any) -> MemoryHub:

@@ -15,7 +15,7 @@ and says so; none of them ever puts memory contents in a report or a log.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +25,7 @@ from langgraph.store.base import BaseStore
 
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
-from ima.longterm.backend import open_backend
+from ima.longterm.backend import Backend, open_sqlite
 from ima.longterm.errors import LongTermError
 from ima.longterm.hub import Clock, MemoryHub
 from ima.longterm.namespaces import resolve_principal
@@ -114,15 +114,22 @@ class LongTermSession:
             self.hub.close()
 
 
+# Opens long-term memory at a location (a SQLite file, or a URL for the runs database's
+# opener, which has the PostgreSQL driver): (location, timeout) -> Backend.
+BackendOpener = Callable[[str, float], Backend]
+
+
 def open_session(
     settings: RunContext,
     db: str | Path | None = None,
     *,
+    opener: BackendOpener = open_sqlite,
     clock: Clock | None = None,
     timeout: float = 30.0,
 ) -> LongTermSession:
     """Long-term memory for a run whose runs database is `db` (a SQLite path or a
-    postgresql:// URL; None: IMA_DB): where `memory_location` says it lives."""
+    postgresql:// URL; None: IMA_DB), where `memory_location` says it lives, opened by
+    `opener` (the runner passes `ima.runs.database.open_memory_backend`)."""
     config = LongTermConfig.from_settings(settings)
     if not config.enabled:
         return LongTermSession(None, {"enabled": False})  # the user's choice: no note
@@ -130,7 +137,7 @@ def open_session(
         kwargs: dict[str, Any] = {"policies": config.policies()}
         if clock:
             kwargs["clock"] = clock
-        backend = open_backend(memory_location(config.store_path, db), timeout)
+        backend = opener(memory_location(config.store_path, db), timeout)
         hub = MemoryHub.on_backend(backend, config.principal_id(), **kwargs)
     except (LongTermError, UserError) as exc:
         log.info("long-term memory unavailable: %s", exc)

@@ -3,7 +3,7 @@
 
 `open_database(--db or IMA_DB)` is the one place that decides; the run registry, the
 checkpoints, the thread leases and evaluation results all take their connection from the
-`Database` it returns (long-term memory lives beside it: `ima.storage.targets`). Statements
+`Database` it returns (long-term memory too, where `ima.storage.targets.memory_location` says). Statements
 are written once (`ima.storage.sql`) and run unchanged on both engines.
 """
 
@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from ima.core.errors import UserError
+from ima.longterm.backend import Backend, on_pool, open_sqlite
+from ima.longterm.hub import MemoryHub
 from ima.runs.checkpoints import Checkpointer, postgres_checkpointer, sqlite_checkpointer
 from ima.storage import postgres
 from ima.storage.sql import Sql
@@ -66,7 +68,7 @@ class Database(ABC):
         self.close()
 
 
-def open_sqlite(
+def sqlite_connection(
     path: Path, *, read_only: bool = False, autocommit: bool = False
 ) -> sqlite3.Connection:
     """A connection to a runs database file (WAL, busy timeout); UserError if the path is
@@ -106,7 +108,7 @@ class SqliteDatabase(Database):
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
-            self._conn = open_sqlite(self.path, read_only=self.read_only, autocommit=True)
+            self._conn = sqlite_connection(self.path, read_only=self.read_only, autocommit=True)
         return self._conn
 
     @contextmanager
@@ -131,7 +133,7 @@ class SqliteDatabase(Database):
 
     @contextmanager
     def checkpointer(self) -> Iterator[Checkpointer]:
-        conn = open_sqlite(self.path, read_only=self.read_only)
+        conn = sqlite_connection(self.path, read_only=self.read_only)
         try:
             yield sqlite_checkpointer(conn, set_up=not self.read_only)
         finally:
@@ -229,3 +231,23 @@ def using(target: str | Path | Database | None, *, read_only: bool = False) -> I
     finally:
         if database is not target:
             database.close()
+
+
+def open_memory_backend(location: str, timeout: float = 30.0, read_only: bool = False) -> Backend:
+    """Long-term memory at `location` (`ima.storage.targets.memory_location` says which): a
+    SQLite file (`read_only`: only read), or a postgresql:// URL on the process's pool."""
+    if not is_url(location):
+        return open_sqlite(location, timeout, read_only)
+    database = PostgresDatabase(check_url(location))
+    backend = on_pool(database.pool, database.label)
+    database.set_up("long_term", lambda sql: backend.setup())
+    return backend
+
+
+def open_memory_hub(
+    location: str | Path, principal: str, *, read_only: bool = False, **kwargs: Any
+) -> MemoryHub:
+    """A MemoryHub on `location` (a SQLite file or a postgresql:// URL); close it after."""
+    timeout = kwargs.pop("timeout", 30.0)
+    backend = open_memory_backend(str(location), timeout, read_only)
+    return MemoryHub.on_backend(backend, principal, **kwargs)

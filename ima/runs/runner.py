@@ -24,7 +24,7 @@ from ima.method.schedule import initial_position
 from ima.models import agent_model, memory_model
 from ima.runs import leases
 from ima.runs.checkpoints import compact_thread
-from ima.runs.database import Database, using
+from ima.runs.database import Database, open_memory_backend, using
 from ima.runs.leases import Holder, Lease, LeaseLost, ThreadBusy
 from ima.runs.outputs import check_output_dir, run_record, write_outputs
 from ima.runs.registry import RunRecord, RunRegistry
@@ -209,7 +209,7 @@ def _advance(
     try:
         with (
             db.checkpointer() as saver,
-            open_long_term(settings, db.target) as lt,
+            open_long_term(settings, db.target, opener=open_memory_backend) as lt,
         ):
             saver.fence = held  # checkpoints and compaction: refused once the lease is lost
             if lt.note and listener:
