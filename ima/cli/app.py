@@ -72,6 +72,13 @@ def _db(db: str | None, must_exist: bool = False, read_only: bool = False) -> Da
     return database
 
 
+def _registered(thread: str, db: str | None, read_only: bool = True) -> tuple[RunRecord, Database]:
+    """A registered run and the database it lives in (which must exist)."""
+    database = _db(db, must_exist=True, read_only=read_only)
+    with RunRegistry(database) as registry:
+        return registry.get(thread), database
+
+
 def _finish(record: RunRecord, values: dict[str, Any], as_json: bool) -> None:
     out = Path(record.out_dir)
     if as_json:
@@ -403,12 +410,7 @@ def resume(
 
     A run waiting for review continues with --approve or --feedback TEXT (or a prompt).
     One process at a time runs a thread: a second one is refused (or waits with --wait)."""
-    path = _db(db, must_exist=True)
-    registry = RunRegistry(path)
-    try:
-        record = registry.get(thread)
-    finally:
-        registry.close()
+    record, path = _registered(thread, db, read_only=False)
     if record.status in FINISHED and outputs_missing(
         Path(record.out_dir), load_state(record, path)
     ):
@@ -449,23 +451,15 @@ def export(
 
     For a run whose files were lost or could not be written (full disk, wrong --out), or to
     copy them elsewhere. Works for unfinished runs too (what exists so far)."""
-    path = _db(db, must_exist=True, read_only=True)
-    registry = RunRegistry(path)
-    try:
-        record = registry.get(thread)
-    finally:
-        registry.close()
+    record, path = _registered(thread, db)
     _export(record, path, out)
 
 
 @app.command("runs")
 def list_runs(db: DbOpt = None, as_json: JsonOpt = False) -> None:
     """List runs with their status (finalized, turn_cap, failed, running, interrupted)."""
-    registry = RunRegistry(_db(db, must_exist=True, read_only=True))
-    try:
+    with RunRegistry(_db(db, must_exist=True, read_only=True)) as registry:
         records = registry.all()
-    finally:
-        registry.close()
     if as_json:
         rows = [
             {
@@ -489,12 +483,7 @@ def show(
 ) -> None:
     """Print a run's transcript, every agent's memory, token usage, content metrics (figures
     of the brief the design states, parroting, repetition) and status."""
-    path = _db(db, must_exist=True, read_only=True)
-    registry = RunRegistry(path)
-    try:
-        record = registry.get(thread)
-    finally:
-        registry.close()
+    record, path = _registered(thread, db)
     values = load_state(record, path)
     content = content_summary(state_content(load_task(record.task_ref), values))
     if as_json:
@@ -525,12 +514,7 @@ def view_run(
       ima view THREAD --open\n
       ima view THREAD --out /tmp/run.html
     """
-    path = _db(db, must_exist=True, read_only=True)
-    registry = RunRegistry(path)
-    try:
-        record = registry.get(thread)
-    finally:
-        registry.close()
+    record, path = _registered(thread, db)
     values = load_state(record, path)
     roles = {r.id: r.name for r in load_task(record.task_ref).roles}
     target = out or Path(record.out_dir) / "view.html"

@@ -279,15 +279,11 @@ def _recorded_task_refs() -> Iterator[str]:
     from ima.runs.registry import RunRegistry
 
     try:
-        database = open_database(None, read_only=True)
-        if not database.exists():
-            return
-        registry = RunRegistry(database)
-        try:
-            refs = [r.task_ref for r in registry.all()]
-        finally:
-            registry.close()
-            database.close()
+        with open_database(None, read_only=True) as database:
+            if not database.exists():
+                return
+            with RunRegistry(database) as registry:
+                refs = [r.task_ref for r in registry.all()]
     except Exception:  # an unusable runs database: no roles from it
         return
     yield from refs

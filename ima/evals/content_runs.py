@@ -60,22 +60,21 @@ def fill_content(
     except UserError:
         return rows  # the task file moved: the report shows the metrics as n/a
     db = directory / DB_FILE
-    registry = RunRegistry(db) if db.exists() else None
+    records = {}
+    if db.exists():
+        with RunRegistry(db) as registry:
+            records = {r.thread_id: r for r in registry.all()}
     added: dict[str, dict[str, Any]] = {}
-    try:
-        for row in missing:
-            values = None
-            record = registry.find(row["thread_id"]) if registry else None
-            if record is not None:
-                try:
-                    values = load_state(record, db)
-                except Exception:  # an unreadable checkpoint: fall back to the outputs
-                    values = None
-            out = Path(row.get("out_dir") or "")
-            if not (out / "design.md").exists():
-                out = directory / RUNS_DIR / row["thread_id"]
-            added[row["key"]] = run_content(task, out, values)
-    finally:
-        if registry:
-            registry.close()
+    for row in missing:
+        values = None
+        record = records.get(row["thread_id"])
+        if record is not None:
+            try:
+                values = load_state(record, db)
+            except Exception:  # an unreadable checkpoint: fall back to the outputs
+                values = None
+        out = Path(row.get("out_dir") or "")
+        if not (out / "design.md").exists():
+            out = directory / RUNS_DIR / row["thread_id"]
+        added[row["key"]] = run_content(task, out, values)
     return [{**r, "content": added[r["key"]]} if r["key"] in added else r for r in rows]

@@ -274,14 +274,11 @@ class Evaluation:
         runs."""
         thread = self.thread_id(run)
         out_dir = str((self.directory / RUNS_DIR / thread).resolve())
-        registry = RunRegistry(self.db)
-        try:
+        with RunRegistry(self.db) as registry:
             record = registry.find(thread)
             if record is not None and lease is not None and record.out_dir != out_dir:
                 record.out_dir = out_dir  # resumed on another machine: files go here now
                 registry.save(record, lease)  # only while the claimed lease is still ours
-        finally:
-            registry.close()
         notify(Event("start", run, {"thread": thread, "resumed": record is not None}))
         if record is None:
             record = create_run(
