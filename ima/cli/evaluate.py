@@ -33,7 +33,8 @@ from rich.text import Text
 
 from ima.cli.calibrate import calibrate_command
 from ima.cli.errors import Interrupted
-from ima.cli.options import JudgeAttemptsOpt, MemoryModelOpt, ModelOpt, TaskOpt, TurnCapOpt
+from ima.cli.options import JudgeAttemptsOpt, TaskOpt
+from ima.cli.settings_options import setting_option
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
 from ima.evals.calibration import find_calibration
@@ -52,6 +53,10 @@ from ima.tasks import load_task
 # Agents sample at this temperature in an evaluation: at 0 a run ignores its seed, so ten
 # "paired seeds" would be one run counted ten times.
 EVAL_TEMPERATURE = 0.7
+# The run settings an evaluation takes as they are (the others differ: see eval_command).
+ModelOpt = setting_option("model")
+MemoryModelOpt = setting_option("memory_model")
+TurnCapOpt = setting_option("turn_cap")
 console = Console()
 err = Console(stderr=True)
 

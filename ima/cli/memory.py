@@ -25,10 +25,11 @@ from rich.text import Text
 
 from ima.cli.options import JsonOpt
 from ima.core.errors import UserError
+from ima.core.settings import RunContext
 from ima.longterm.errors import MemoryUnavailable
 from ima.longterm.hub import Entry, MemoryHub
 from ima.longterm.namespaces import SHARED, private
-from ima.longterm.runtime import LongTermConfig
+from ima.longterm.runtime import hub_options
 from ima.runs.database import open_memory_hub
 from ima.storage.targets import is_url, memory_location, safe_url
 
@@ -56,31 +57,22 @@ ItemArg = Annotated[
 ]
 
 
-def _config() -> LongTermConfig:
-    """The same long-term settings a run would use (RunContext: env, then ima.toml)."""
-    from ima.core.settings import RunContext
-
-    return LongTermConfig.from_settings(RunContext())
-
-
 def _location(store: str | None) -> str:
     """--store, else the memory_store setting, else beside the runs database (IMA_DB)."""
-    return memory_location(store or _config().store_path)
+    return memory_location(store or RunContext().memory_store)
 
 
 @contextmanager
 def _hub(
     store: str | None, *, create: bool = False, read_only: bool = False
 ) -> Iterator[MemoryHub | None]:
-    config = _config()
     location = _location(store)
     if not create and not is_url(location) and not Path(location).exists():
         yield None
         return
+    options = hub_options(RunContext())  # whose memory, and its policy: as a run would use
     try:
-        hub = open_memory_hub(
-            location, config.principal_id(), policies=config.policies(), read_only=read_only
-        )
+        hub = open_memory_hub(location, read_only=read_only, **options)
     except MemoryUnavailable as exc:
         raise UserError(str(exc)) from None
     try:

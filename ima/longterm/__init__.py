@@ -17,7 +17,6 @@ from ima.longterm.pipeline import LlmDrafter, RunOutcome, learn, rule_drafter
 from ima.longterm.policy import Limits, Policy, PolicySet, load_policy
 from ima.longterm.retrieval import StartingMemory, starting_memory
 from ima.longterm.runtime import (
-    LongTermConfig,
     LongTermSession,
     check_settings,
     learn_from_run,
@@ -31,7 +30,6 @@ __all__ = [
     "InvalidToken",
     "Limits",
     "LlmDrafter",
-    "LongTermConfig",
     "LongTermError",
     "LongTermSession",
     "MemoryHub",

@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ from ima.longterm.errors import LongTermError
 from ima.longterm.hub import Clock, MemoryHub
 from ima.longterm.namespaces import resolve_principal
 from ima.longterm.pipeline import Drafter, RunOutcome, learn, rule_drafter
-from ima.longterm.policy import PolicySet, load_policy
+from ima.longterm.policy import load_policy
 from ima.longterm.retrieval import starting_memory
 from ima.storage.targets import memory_location
 
@@ -38,42 +37,20 @@ log = logging.getLogger(__name__)
 FINISHED = ("finalized", "turn_cap", "failed")
 
 
-@dataclass(frozen=True)
-class LongTermConfig:
-    """The long-term settings of a run, read from RunContext fields when they exist."""
-
-    enabled: bool = True
-    principal: str = ""  # empty: IMA_PRINCIPAL, else the OS user
-    store_path: str = ""  # empty: beside the runs database (ima.storage.targets)
-    budget_tokens: int = 300
-    policy_path: str = ""
-
-    @classmethod
-    def from_settings(cls, settings: RunContext) -> LongTermConfig:
-        return cls(
-            enabled=settings.long_term,
-            principal=settings.principal,
-            store_path=settings.memory_store,
-            budget_tokens=settings.long_term_budget,
-            policy_path=settings.long_term_policy,
-        )
-
-    def principal_id(self) -> str:
-        return resolve_principal(self.principal)
-
-    def policies(self) -> PolicySet:
-        return load_policy(self.policy_path)
+def hub_options(settings: RunContext, clock: Clock | None = None) -> dict[str, Any]:
+    """The principal and the keyword arguments of a MemoryHub for a run's settings (its
+    `principal`, `long_term_policy`): UserError for a bad principal or policy file."""
+    options: dict[str, Any] = {
+        "principal": resolve_principal(settings.principal),
+        "policies": load_policy(settings.long_term_policy),
+    }
+    return options | ({"clock": clock} if clock else {})
 
 
 def check_settings(settings: RunContext) -> None:
     """Fail before a run exists on a bad principal or policy file (UserError)."""
-    config = LongTermConfig.from_settings(settings)
-    if not config.enabled:
-        return
-    config.principal_id()
-    config.policies()
-    if config.budget_tokens < 0:
-        raise UserError("long-term budget must be >= 0 (--long-term-budget)")
+    if settings.long_term:
+        hub_options(settings)
 
 
 def _unavailable(reason: str) -> dict[str, Any]:
@@ -130,15 +107,12 @@ def open_session(
     """Long-term memory for a run whose runs database is `db` (a SQLite path or a
     postgresql:// URL; None: IMA_DB), where `memory_location` says it lives, opened by
     `opener` (the runner passes `ima.runs.database.open_memory_backend`)."""
-    config = LongTermConfig.from_settings(settings)
-    if not config.enabled:
+    if not settings.long_term:
         return LongTermSession(None, {"enabled": False})  # the user's choice: no note
     try:
-        kwargs: dict[str, Any] = {"policies": config.policies()}
-        if clock:
-            kwargs["clock"] = clock
-        backend = opener(memory_location(config.store_path, db), timeout)
-        hub = MemoryHub.on_backend(backend, config.principal_id(), **kwargs)
+        options = hub_options(settings, clock)
+        backend = opener(memory_location(settings.memory_store, db), timeout)
+        hub = MemoryHub.on_backend(backend, **options)
     except (LongTermError, UserError) as exc:
         log.info("long-term memory unavailable: %s", exc)
         return LongTermSession(None, _unavailable(str(exc)))
@@ -172,8 +146,7 @@ def learn_from_run(
 ) -> dict[str, Any]:
     """For the learning node: draft, screen and merge the finished run's lessons through the
     graph's store. A report, never an exception: a store failure must not fail the run."""
-    config = LongTermConfig.from_settings(settings)
-    if not config.enabled:
+    if not settings.long_term:
         return {"enabled": False}
     if store is None:
         return _unavailable("no store attached to the graph") | {"learned": False}
@@ -181,10 +154,7 @@ def learn_from_run(
     if status not in FINISHED:
         return {"enabled": True, "learned": False, "reason": f"run not finished ({status})"}
     try:
-        kwargs: dict[str, Any] = {"policies": config.policies()}
-        if clock:
-            kwargs["clock"] = clock
-        hub = MemoryHub(store, config.principal_id(), **kwargs)
+        hub = MemoryHub(store, **hub_options(settings, clock))
         report = learn(hub, RunOutcome.from_values(thread_id, values), drafter)
     except (LongTermError, UserError) as exc:
         log.info("long-term memory: learning from %s failed: %s", thread_id, exc)
@@ -201,17 +171,13 @@ def load_starting_memory(
 ) -> tuple[dict[str, str], dict[str, Any]]:
     """For the setup node: (starting memory text per role, report for the run record).
     Uses the graph's store (`runtime.store`); without one, long-term memory is not used."""
-    config = LongTermConfig.from_settings(settings)
-    if not config.enabled:
+    if not settings.long_term:
         return {}, {"enabled": False}
     if store is None:
         return {}, _unavailable("no store attached to the graph")
     try:
-        kwargs: dict[str, Any] = {"policies": config.policies()}
-        if clock:
-            kwargs["clock"] = clock
-        hub = MemoryHub(store, config.principal_id(), **kwargs)
-        result = starting_memory(hub, roles, config.budget_tokens)
+        hub = MemoryHub(store, **hub_options(settings, clock))
+        result = starting_memory(hub, roles, settings.long_term_budget)
     except (LongTermError, UserError) as exc:
         log.info("long-term memory unavailable at run start: %s", exc)
         return {}, _unavailable(str(exc))
