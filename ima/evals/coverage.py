@@ -19,14 +19,8 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
 
-from ima.models.structured import (
-    AnswerError,
-    add_usage,
-    ask_structured,
-    extract_json,
-    prompt_parts,
-    zero_usage,
-)
+from ima.core.state import add_call_usage, zero_usage
+from ima.models.structured import AnswerError, ask_structured, extract_json, prompt_parts
 from ima.tasks import Task
 
 _DASHES = str.maketrans({c: "-" for c in "\u2010\u2011\u2012\u2013\u2014\u2212"})
@@ -174,7 +168,7 @@ def llm_coverage(
             },
             max_attempts,
         )
-        usage = add_usage(usage, outcome.usage)
+        usage = add_call_usage(usage, outcome.usage)
         check: RequirementCheck | None = outcome.value
         details[req.id] = {
             "addressed": check.addressed if check else None,

@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, StateSnapshot
 
@@ -138,6 +139,8 @@ def execute(
     wait: bool = False,
     on_wait: Waiting | None = None,
     lease: Lease | None = None,
+    model: BaseChatModel | None = None,
+    memory_model: BaseChatModel | None = None,
 ) -> dict[str, Any]:
     """Run (or continue) the thread until it ends or waits for a review nobody can give.
 
@@ -145,7 +148,8 @@ def execute(
     it (or, with `wait`, after it is free); a run that ended meanwhile raises RunEnded and
     is never run twice (`run_session`). `answer` resumes a pending review; `reviewer` is
     asked whenever the graph pauses for one. Checkpoints are synced after every step, so a
-    killed process loses at most one step.
+    killed process loses at most one step. `model`, `memory_model`: chat models to use
+    instead of those the run's settings name (`compile_graph`).
     """
     task = load_task(record.task_ref)
     with run_session(db, record, lease=lease, wait=wait, on_wait=on_wait) as run:
@@ -156,6 +160,8 @@ def execute(
             record.memory_mode,  # type: ignore[arg-type]
             checkpointer=run.saver,
             store=run.long_term.store,
+            model=model,
+            memory_model=memory_model,
         )
         values, paused = _drive(graph, run, listener, reviewer, answer)
         if paused:
