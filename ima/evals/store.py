@@ -15,8 +15,13 @@ from typing import Any
 from ima.core.errors import UserError
 from ima.storage.files import write_json_atomic
 
+# An evaluation directory: results and configuration; the runs' checkpoints (local
+# evaluations), each run's outputs under runs/THREAD/ with its page.
 RESULTS_FILE = "results.jsonl"
 CONFIG_FILE = "config.json"
+DB_FILE = "ima.sqlite"
+RUNS_DIR = "runs"
+VIEW_FILE = "view.html"
 
 
 class ResultsStore:

@@ -63,7 +63,7 @@ def make_review_node(task: Task) -> Callable[..., Command]:
         runtime.stream_writer(
             {"event": "turn", "turn": index, "speaker": HUMAN, "phase": state["phase"], "flags": []}
         )
-        back = phases[max(phases.index("consensus") - 1, 0)]
+        back = phases[max(phases.index(schedule.voting_phase) - 1, 0)]
         return Command(
             goto=round_order(schedule)[0],
             update={
