@@ -7,6 +7,7 @@ at once on a small machine). Printed: wall time, turns, input tokens counted and
 (not served from the prompt cache), output tokens, per call kind, and the after/before ratios.
 
     python -m benchmarks.embedded_run [--turn-cap N]     (a full run each: about 20 minutes)
+    python -m benchmarks.embedded_run --model scripted --turn-cap 4   (does it run? seconds)
 """
 
 from __future__ import annotations
@@ -36,10 +37,11 @@ def ima(*args: str) -> dict[str, Any]:
     return json.loads(proc.stdout)
 
 
-def run(variant: str, turn_cap: int | None, tmp: Path) -> dict[str, Any]:
+def run(variant: str, turn_cap: int | None, tmp: Path, model: str = "embedded") -> dict[str, Any]:
     """The run record, with the content metrics `ima show` gives."""
     db = ["--db", str(tmp / "ima.sqlite")]
     args = ["run", "--no-long-term", "--json", "--seed", "0", "--thread", variant, *db]
+    args += ["--model", model]
     args += ["--out", str(tmp / "runs"), *VARIANTS[variant]]
     record = ima(*args, *(["--turn-cap", str(turn_cap)] if turn_cap else []))
     return record | {"content": ima("show", variant, "--json", *db)["content"]}
@@ -52,9 +54,10 @@ def evaluated(usage: dict[str, Any]) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.embedded_run")
     parser.add_argument("--turn-cap", type=int, help="shorter runs (default: whole meetings)")
+    parser.add_argument("--model", default="embedded", help="another model (scripted: a check)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="ima-embedded-") as tmp:
-        records = {v: run(v, args.turn_cap, Path(tmp)) for v in VARIANTS}
+        records = {v: run(v, args.turn_cap, Path(tmp), args.model) for v in VARIANTS}
     print(f"{'':24}{'before':>12}{'after':>12}{'after/before':>14}")
     rows = [
         ("wall time (s)", lambda r: r["wall_seconds"]),
@@ -80,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     statuses = {v: r["status"] for v, r in records.items()}
     print(f"status: {statuses}")
-    if not args.turn_cap:
+    if not args.turn_cap and args.model == "embedded":
         old = OLD_ENGINE
         print(
             f"reference, the previous engine (llama-cpp-python, compiled): {old['wall_seconds']:.0f} s, "
