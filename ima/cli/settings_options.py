@@ -29,17 +29,17 @@ def _names(name: str, field: FieldInfo) -> tuple[str, ...]:
     return flags[0].names if flags else (f"--{name.replace('_', '-')}",)
 
 
-def _help(name: str, field: FieldInfo, text: str | None) -> str:
+def _help(name: str, field: FieldInfo) -> str:
     """The description, where its value can also come from, and the built-in default."""
     value = field.default
     shown = ("on" if value else "off") if isinstance(value, bool) else str(value)
     default = f"; default {shown}" if value not in ("", None) else ""
-    return f"{(text or field.description or '').rstrip('.')} (env IMA_{name.upper()}{default})."
+    return f"{(field.description or '').rstrip('.')} (env IMA_{name.upper()}{default})."
 
 
-def setting_option(name: str, help: str | None = None) -> Any:
+def setting_option(name: str) -> Any:
     """The option of the RunContext field `name`, as a parameter annotation (default None:
-    not given); `help` replaces the description where a command means something narrower."""
+    not given)."""
     field = RunContext.model_fields[name]
     kind: Any = field.annotation
     if get_origin(kind) is Literal:
@@ -47,7 +47,7 @@ def setting_option(name: str, help: str | None = None) -> Any:
     names = _names(name, field)
     if kind is bool:
         names = tuple(f"{n}/--no-{n.removeprefix('--')}" for n in names)
-    return Annotated[kind | None, typer.Option(*names, help=_help(name, field, help))]
+    return Annotated[kind | None, typer.Option(*names, help=_help(name, field))]
 
 
 def with_run_settings(command: Callable[..., Any]) -> Callable[..., Any]:
