@@ -92,7 +92,7 @@ def test_outputs_that_cannot_be_written_are_written_later(cli, tmp_path, monkeyp
 
 
 def test_the_atomic_writer_leaves_the_old_file_and_no_temporary_file(tmp_path, monkeypatch):
-    from ima.storage.files import atomic_writer, write_text_atomic
+    from ima.core.files import atomic_writer, write_text_atomic
 
     target = tmp_path / "run.json"
     write_text_atomic(target, "old")

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ima.core.files import atomic_writer
 from ima.evals.judge import LABELS, METRICS
 from ima.evals.metrics import metrics_for
-from ima.storage.files import atomic_writer
 
 if TYPE_CHECKING:
     from ima.evals.comparison import Cell

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ima.core.errors import UserError
+from ima.core.files import write_json_atomic
 from ima.core.settings import RunContext
 from ima.evals.content_runs import read_design, run_content
 from ima.evals.coverage import evidence_coverage, llm_coverage
@@ -41,7 +42,6 @@ from ima.runs.runner import (
     load_state,
     validate_settings,
 )
-from ima.storage.files import write_json_atomic
 from ima.tasks import Task, load_task
 from ima.view import write_view
 

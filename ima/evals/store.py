@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ima.core.errors import UserError
-from ima.storage.files import write_json_atomic
+from ima.core.files import write_json_atomic
 
 # An evaluation directory: results and configuration; the runs' checkpoints (local
 # evaluations), each run's outputs under runs/THREAD/ with its page.

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ima.core.errors import UserError
-from ima.storage.files import atomic_writer
+from ima.core.files import atomic_writer
 
 __all__ = [
     "DEFAULT_MODEL_FILE",

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from ima.core.errors import UserError
+from ima.core.files import write_text_atomic
 from ima.core.state import CallUsage
-from ima.storage.files import write_text_atomic
 
 
 class OutputsNotWritten(Exception):

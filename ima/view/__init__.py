@@ -18,7 +18,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from ima.core.errors import UserError
-from ima.storage.files import write_text_atomic
+from ima.core.files import write_text_atomic
 from ima.view.figures import swatch_colours
 from ima.view.model import AGENT_COLOURS
 from ima.view.page import build_page

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from ima.core.errors import UserError
+from ima.core.files import write_json_atomic, write_text_atomic
 from ima.evals.calibration.markdown import calibration_md
-from ima.storage.files import write_json_atomic, write_text_atomic
 
 CALIBRATION_FILE = "calibration.json"
 CALIBRATION_MD = "calibration.md"

@@ -1,4 +1,5 @@
-"""One atomic file writer: a reader sees the old file or the whole new one, never a part.
+"""The one atomic file writer: a reader sees the old file or the whole new one, never a part
+(run outputs, evaluation files, run pages, plots, the model and tokenizer caches).
 
 The text goes to a temporary file beside the target (same file system, so the rename is
 atomic) with a name no other process or thread can share, is flushed to disk, and is
