@@ -18,6 +18,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
+from ima.method.memory_quality import describe_repairs
 from ima.runs.outputs import usage_totals
 from ima.runs.registry import RunRecord
 
@@ -272,3 +273,45 @@ def content_table(content: dict[str, Any]) -> Table:
             value = ", ".join(map(str, value)) or "none"
         table.add_row(label, "n/a" if value is None else str(value))
     return table
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.0f}%"
+
+
+def memory_table(report: dict[str, Any]) -> Table:
+    """Per agent: retention of the task's key figures and requirements after each of its
+    memory updates, at the end and over the run, and parroting of the memory prompt; the
+    run's repairs in the caption."""
+    retention = report["retention"]
+    items = retention.get("items")
+    table = Table(
+        title=f"Memory retention: share of the task's {items or 0} key figures and "
+        "requirements each memory holds (no model involved)",
+        caption=repairs_line(report["repairs"]),
+    )
+    for col in ("agent", "after each update", "end", "over the run", "parroting"):
+        table.add_column(col, justify="left" if col in ("agent", "after each update") else "right")
+    for role, agent in retention["agents"].items():
+        series = " ".join(_pct(v["retention"]).rstrip("%") for v in agent["versions"])
+        table.add_row(
+            Text(role),
+            series + " %",
+            _pct(agent["end"]),
+            _pct(agent["over_run"]),
+            _pct(agent["parroting"]),
+        )
+    table.add_row(
+        "mean",
+        "",
+        _pct(retention["end"]),
+        _pct(retention["over_run"]),
+        _pct(retention["parroting"]),
+        style="bold",
+    )
+    return table
+
+
+def repairs_line(repairs: dict[str, int]) -> str:
+    """The run's memory repairs in one line ("none" when every answer was stored as given)."""
+    return f"{repairs.get('updates', 0)} memory updates; repairs: {describe_repairs(repairs)}"

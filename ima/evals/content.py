@@ -29,6 +29,7 @@ from typing import Any
 
 from ima import prompts
 from ima.core.ngrams import NGRAM, Gram, copied_share, ngram_set, ngrams
+from ima.method.memory_quality import memory_report
 from ima.tasks import KeyFigure, Task
 from ima.tasks.evidence import normalise, states_figure
 
@@ -178,10 +179,12 @@ def content_metrics(
     turns: Sequence[Mapping[str, Any]] | None,
     brief: str | None = None,
     templates: Mapping[str, str] | None = None,
+    memory_log: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Every content metric of one run. `turns` (the transcript: speaker and content per
     turn) may be None when it is not available: the turn metrics are then None and the
-    final design is compared with the brief and instructions only."""
+    final design is compared with the brief and instructions only. `memory_log` (every
+    memory version) gives the memory's retention and repairs; None for a run without one."""
     prompt_sources = ngram_set([brief or task.description, *instruction_texts(task, templates)])
     parroting: list[float | None] = []
     repetition: list[float | None] = []
@@ -209,7 +212,26 @@ def content_metrics(
             "turns_scored": sum(v is not None for v in repetition),
             "by_agent": {a: statistics.fmean(v) for a, v in sorted(by_agent.items())},
         },
+        "memory": _memory(task, memory_log, templates),
         "ngram": NGRAM,
+    }
+
+
+def _memory(
+    task: Task, log: Sequence[Mapping[str, Any]] | None, templates: Mapping[str, str] | None
+) -> dict[str, Any] | None:
+    """Retention (end, over the run), parroting of the memory prompt and repairs."""
+    if not log:
+        return None
+    report = memory_report(task, {"memory_log": log, "templates": templates})
+    retention, repairs = report["retention"], report["repairs"]
+    return {
+        "retention_end": retention["end"],
+        "retention_over_run": retention["over_run"],
+        "parroting": retention["parroting"],
+        "cut_off": repairs["cut_off"],
+        "repairs": sum(v for k, v in repairs.items() if k not in ("updates", "cut_off")),
+        "repair_kinds": repairs,
     }
 
 
@@ -241,4 +263,5 @@ def state_content(task: Task, values: Mapping[str, Any]) -> dict[str, Any]:
         turns=values.get("transcript") or [],
         brief=values.get("brief"),
         templates=values.get("templates"),
+        memory_log=values.get("memory_log"),
     )
