@@ -151,6 +151,9 @@ def final_view(values: dict[str, Any]) -> Group:
         parts.append(Syntax(json.dumps(final["spec"], indent=2), "json", word_wrap=True))
     if final.get("error"):
         parts.append(Text(f"specification invalid: {final['error']}", style="red"))
+    if final.get("missing"):
+        missing = ", ".join(final["missing"])
+        parts.append(Text(f"design sections the documentation step left missing: {missing}"))
     return Group(*parts)
 
 
