@@ -101,10 +101,12 @@ def _words(name: str) -> str:
 
 
 def _section_index(name: str) -> int | None:
-    """The required section a heading or key names ("3. Resource estimates", "plan")."""
+    """The required section a heading or key names ("3. Resource estimates", "plan",
+    "resources"): its title, or a word starting with its key's first word."""
     named = _words(name)
     for i, s in enumerate(DESIGN_SECTIONS):
-        if named == _words(s.key) or _words(s.title) in named:
+        stem = _words(s.key).split()[0]
+        if _words(s.title) in named or any(w.startswith(stem) for w in named.split()):
             return i
     return None
 
