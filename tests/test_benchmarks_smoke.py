@@ -199,10 +199,7 @@ def test_embedded_run_compares_variants_on_their_own_code(tmp_path):
         assert (f"src-{variant.commit}" in source) == bool(variant.commit), source
         f = figures[variant.name]
         assert f["turns"] == f["memory_updates"] == 6
-        assert f["generated"] == sum(
-            f[f"generated {k}"]
-            for k in ("agent_turn", "memory_update", "template_generation", "documentation")
-        )
+        assert f["generated"] == sum(f[f"generated {k}"] for k in KINDS)
         assert f["stored_cut_off"] == 0 and f["retention_end"] is not None
     row = next(line for line in proc.stdout.splitlines() if line.startswith("memory updates"))
     assert row.split()[2:] == ["6"] * len(names) + ["1.00"] * (len(names) - 1), row
