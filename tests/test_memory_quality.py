@@ -61,6 +61,9 @@ def test_a_memory_that_repeats_its_prompt_is_parroting_and_its_headings_do_not_c
     assert mixed.parroting == pytest.approx(grams_copied / (grams_copied + grams_own))
     # The same words as a heading are the template's, not the memory's.
     assert retention(task, f"## {PROMPT_COPY}", sources).parroting is None
+    # A note too short for a 5-gram counts once: copied when the prompt holds it whole.
+    short = retention(task, "- Update your memory\n- 80 TB/day\n- depot uplink saturated", sources)
+    assert short.parroting == pytest.approx(1 / 3)
 
 
 def test_retention_over_a_run_weighs_each_agent_the_same_and_skips_the_start(task):

@@ -7,8 +7,9 @@
 - Parroting of the prompt: the share of the memory's word 5-grams copied verbatim from the
   memory prompt's own instructions (the update prompt files and the agent's template); a
   memory that says "keep every requirement that still matters to your role" holds nothing.
-  Notes are short, hence 5-grams rather than the 8-grams of whole turns; headings are the
-  template's and are not counted.
+  Notes are short, hence 5-grams rather than the 8-grams of whole turns, and a note of fewer
+  than five words counts once, as copied when it occurs whole in the prompt ("Update your
+  memory"). Headings are the template's and are not counted.
 - Repairs: what the memory updates' answers needed before they could be stored (answers
   cut off at the output cap, sections carried over, notes shortened or dropped, malformed
   edits, unusable answers), summed over a run from its memory log.
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ima import prompts
-from ima.core.ngrams import Gram, ngram_set, ngrams
+from ima.core.ngrams import Gram, ngram_set, ngrams, words
 from ima.tasks import Task
 from ima.tasks.evidence import matched_keywords, normalise, states_figure
 
@@ -31,6 +32,7 @@ __all__ = [
     "MEMORY_NGRAM",
     "REPAIR_KINDS",
     "REPAIR_LABELS",
+    "PromptText",
     "Retention",
     "VersionRetention",
     "describe_repairs",
@@ -67,13 +69,32 @@ def memory_notes(text: str) -> list[str]:
     ]
 
 
+@dataclass(frozen=True)
+class PromptText:
+    """What a memory update is told, as parroting reads it: its 5-grams, and its words as
+    one line per source (to find a short note whole)."""
+
+    grams: frozenset[Gram]
+    lines: str
+
+    def copied(self, note: str) -> tuple[int, int]:
+        """A note's units (its 5-grams, or the whole note when shorter) and those copied."""
+        grams = ngrams(note, MEMORY_NGRAM)
+        if grams:
+            return len(grams), sum(g in self.grams for g in grams)
+        phrase = " ".join(words(note))
+        return (1, int(f" {phrase} " in self.lines)) if phrase else (0, 0)
+
+
 def memory_prompt_sources(
     templates: Iterable[str] = (), prompt_texts: Iterable[str] | None = None
-) -> set[Gram]:
-    """The 5-grams of what a memory update is told: its prompt files (or `prompt_texts`,
-    e.g. an older version's) and the run's templates (their placeholders)."""
+) -> PromptText:
+    """What a memory update is told: its prompt files (or `prompt_texts`, e.g. an older
+    version's) and the run's templates (their placeholders)."""
     texts = [prompts.load(n) for n in MEMORY_PROMPTS] if prompt_texts is None else prompt_texts
-    return ngram_set([*texts, *templates], MEMORY_NGRAM)
+    every = [*texts, *templates]
+    lines = "\n".join(f" {' '.join(words(text))} " for text in every)
+    return PromptText(frozenset(ngram_set(every, MEMORY_NGRAM)), lines)
 
 
 @dataclass(frozen=True)
@@ -91,7 +112,7 @@ class Retention:
         return (len(self.figures) + len(self.requirements)) / self.items if self.items else None
 
 
-def retention(task: Task, text: str, sources: set[Gram]) -> Retention:
+def retention(task: Task, text: str, sources: PromptText) -> Retention:
     """The key figures and requirements `text` (a memory) holds, and its parroting."""
     notes = memory_notes(text)
     normalised = normalise("\n".join(notes))
@@ -100,8 +121,9 @@ def retention(task: Task, text: str, sources: set[Gram]) -> Retention:
     requirements = tuple(
         r.id for r in checked if all(m is not None for m in matched_keywords(r, normalised))
     )
-    grams = [g for note in notes for g in ngrams(note, MEMORY_NGRAM)]
-    parroting = sum(g in sources for g in grams) / len(grams) if grams else None
+    units = [sources.copied(note) for note in notes]
+    total = sum(u for u, _ in units)
+    parroting = sum(c for _, c in units) / total if total else None
     return Retention(figures, requirements, len(task.key_figures) + len(checked), parroting)
 
 
@@ -116,7 +138,7 @@ def retention_by_agent(
     task: Task,
     memory_log: Sequence[Mapping[str, Any]],
     templates: Mapping[str, str] | None = None,
-    sources: set[Gram] | None = None,
+    sources: PromptText | None = None,
 ) -> dict[str, list[VersionRetention]]:
     """Per agent, the retention of every version its updates wrote (the starting memory,
     version 0, is not the agent's work and is left out), in order."""
