@@ -85,11 +85,19 @@ class LiveView:
             if not version["version"]:
                 continue
             label = f"{version['role']} memory v{version['version']}"
+            repairs = {
+                **(version.get("repairs") or {}),
+                "cut_off": int(bool(version.get("cut_off"))),
+            }
+            repaired = (
+                "" if not any(repairs.values()) else f"; repaired: {describe_repairs(repairs)}"
+            )
             if self.verbose_memory:
-                self.console.print(Panel(Text(version["text"]), title=Text(label), style="dim"))
+                title = Text(label + repaired)
+                self.console.print(Panel(Text(version["text"]), title=title, style="dim"))
             else:
                 words = len(version["text"].split())
-                self.console.print(Text(f"  {label} ({words} words)", style="dim"))
+                self.console.print(Text(f"  {label} ({words} words{repaired})", style="dim"))
         if self.status:
             self.status.update(self._line(doing))
 
