@@ -72,9 +72,10 @@ def design_schema() -> dict[str, Any]:
 
 
 def design_tokens() -> int:
-    """An output cap with room for the fullest design the schema allows (figures and units
-    tokenise at about 3 characters a token) and its JSON punctuation."""
-    return sum(s.max_items * (s.item_chars // 3 + 6) for s in DESIGN_SECTIONS) + 32
+    """An output cap with room for the fullest design the schema allows, so a constrained
+    answer always ends within it: 2 characters a token (figures: many tokenisers split
+    digits one by one) and the JSON punctuation."""
+    return sum(s.max_items * (s.item_chars // 2 + 6) for s in DESIGN_SECTIONS) + 32
 
 
 @dataclass(frozen=True)
