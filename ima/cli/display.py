@@ -85,13 +85,14 @@ class LiveView:
             if not version["version"]:
                 continue
             label = f"{version['role']} memory v{version['version']}"
-            repairs = {
-                **(version.get("repairs") or {}),
+            # what went wrong with the answer (notes shortened or dropped to fit are routine)
+            repairs = version.get("repairs") or {}
+            wrong = {
                 "cut_off": int(bool(version.get("cut_off"))),
+                "malformed_edits": repairs.get("malformed_edits", 0),
+                "unusable": repairs.get("unusable", 0),
             }
-            repaired = (
-                "" if not any(repairs.values()) else f"; repaired: {describe_repairs(repairs)}"
-            )
+            repaired = f"; {describe_repairs(wrong)}" if any(wrong.values()) else ""
             if self.verbose_memory:
                 title = Text(label + repaired)
                 self.console.print(Panel(Text(version["text"]), title=title, style="dim"))
