@@ -107,16 +107,17 @@ def build_page(
     timelines = memory_timelines(values, agents, turns, retention.get("agents"))
     sums = figures.usage_sums(run, values)
     status = str(values.get("status") or run.get("status") or "unknown")
-    task = run.get("task") or {}
+    recorded_task = run.get("task") or {}
     settings = run.get("settings") or {}
     memory_mode = str(run.get("memory_mode", "intrinsic" if timelines else "none"))
     outcome = _outcome(values)
     total = sums.get("total", {})
     return {
-        "title": f"{task.get('id', values.get('task_id', 'run'))} · {run.get('thread_id', '')}",
+        "title": f"{recorded_task.get('id', values.get('task_id', 'run'))} · "
+        f"{run.get('thread_id', '')}",
         "thread_id": run.get("thread_id", ""),
-        "task_id": task.get("id", values.get("task_id", "")),
-        "task_version": task.get("version", ""),
+        "task_id": recorded_task.get("id", values.get("task_id", "")),
+        "task_version": recorded_task.get("version", ""),
         "status": status,
         "status_class": STATUS_CLASS.get(status, "info"),
         "memory_mode": memory_mode,
