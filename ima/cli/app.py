@@ -29,6 +29,7 @@ from ima.core.errors import UserError
 from ima.core.settings import RunContext
 from ima.evals.content import content_summary, state_content
 from ima.graph.builder import compile_graph
+from ima.method.memory_quality import memory_report
 from ima.models import agent_model, describe_model, memory_model
 from ima.models.errors import describe
 from ima.runs.database import Database, disk_full, open_database
@@ -413,15 +414,21 @@ def show(
     db: DbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Print a run's transcript, every agent's memory, token usage, content metrics (figures
-    of the brief the design states, parroting, repetition) and status."""
+    """Print a run's transcript, every agent's memory, token usage, memory retention per
+    agent (key figures and requirements each version holds) and repairs, content metrics
+    (figures of the brief the design states, parroting, repetition) and status."""
     record, path = _registered(thread, db)
     values = load_state(record, path)
-    content = content_summary(state_content(load_task(record.task_ref), values))
+    task = load_task(record.task_ref)
+    content = content_summary(state_content(task, values))
+    memory = memory_report(task, values)
     if as_json:
-        print(json.dumps(display.show_json(record, values) | {"content": content}, indent=2))
+        extra = {"content": content, "memory": memory}
+        print(json.dumps(display.show_json(record, values) | extra, indent=2))
     else:
         console.print(display.show_view(record, values))
+        if memory["repairs"]["updates"]:
+            console.print(display.memory_table(memory))
         console.print(display.content_table(content))
 
 
@@ -448,11 +455,12 @@ def view_run(
     """
     record, path = _registered(thread, db)
     values = load_state(record, path)
-    roles = {r.id: r.name for r in load_task(record.task_ref).roles}
+    task = load_task(record.task_ref)
+    roles = {r.id: r.name for r in task.roles}
     target = out or Path(record.out_dir) / "view.html"
     if out is None:
         target.parent.mkdir(parents=True, exist_ok=True)
-    write_view(run_record(record, values) | {"roles": roles}, values, target)
+    write_view(run_record(record, values) | {"roles": roles}, values, target, task)
     console.print(Text(f"view: {target}"))
     if open_browser and not webbrowser.open(target.resolve().as_uri()):
         err.print(Text(f"no web browser found: open {target} yourself"))

@@ -104,6 +104,7 @@ class FinalOutput(TypedDict):
     spec: dict[str, Any] | None
     valid: bool
     error: str
+    missing: NotRequired[list[str]]  # required design sections that could not be filled
 
 
 def append_items(current: list[Any], batches: Sequence[list[Any]]) -> list[Any]:

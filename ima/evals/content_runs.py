@@ -50,6 +50,7 @@ def run_content(task: Task, out_dir: Path, values: Mapping[str, Any] | None) -> 
         turns=values.get("transcript"),
         brief=values.get("brief"),
         templates=values.get("templates"),
+        memory_log=values.get("memory_log"),
     )
 
 

@@ -350,7 +350,7 @@ class Evaluation:
         )
         if values is not None:  # the run's page, linked from report.md
             roles = {r.id: r.name for r in self.task.roles}
-            write_view(info | {"roles": roles}, values, out / VIEW_FILE)
+            write_view(info | {"roles": roles}, values, out / VIEW_FILE, self.task)
         usage = info.get("usage") or {}
         return {
             "key": run.key,

@@ -10,6 +10,7 @@ from typing import Any
 from ima.core.errors import UserError
 from ima.core.files import write_text_atomic
 from ima.core.state import CallUsage
+from ima.method.memory_quality import repair_totals
 
 
 class OutputsNotWritten(Exception):
@@ -68,6 +69,10 @@ def run_record(record: Any, values: dict[str, Any]) -> dict[str, Any]:
         "usage": usage_totals(values.get("usage", {})),
         "spec_valid": final.get("valid", False),
         "spec_error": final.get("error", ""),
+        # required sections of design.md the documentation step could not fill
+        "design_missing": final.get("missing", []),
+        # what memory updates' answers needed before they were stored (see ima show)
+        "memory_repairs": repair_totals(values.get("memory_log") or []),
     }
 
 
