@@ -18,14 +18,8 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
 
-from ima.models.structured import (
-    AnswerError,
-    add_usage,
-    ask_structured,
-    extract_json,
-    prompt_parts,
-    zero_usage,
-)
+from ima.core.state import add_call_usage, zero_usage
+from ima.models.structured import AnswerError, ask_structured, extract_json, prompt_parts
 from ima.tasks import Task
 from ima.tasks.evidence import matched_keywords, normalise
 
@@ -160,7 +154,7 @@ def llm_coverage(
             },
             max_attempts,
         )
-        usage = add_usage(usage, outcome.usage)
+        usage = add_call_usage(usage, outcome.usage)
         check: RequirementCheck | None = outcome.value
         details[req.id] = {
             "addressed": check.addressed if check else None,

@@ -21,7 +21,7 @@ from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import BaseModel
 
 from ima import prompts
-from ima.core.state import CallUsage
+from ima.core.state import CallUsage, add_call_usage, zero_usage
 from ima.models import json_constrained, limit_output
 from ima.models.calls import invoke_model
 
@@ -42,16 +42,6 @@ def prompt_parts(name: str, **fields: object) -> tuple[str, Callable[[str], str]
     return main.strip().format_map(fields), lambda error: retry.strip().format_map(
         {**fields, "error": error}
     )
-
-
-def zero_usage() -> CallUsage:
-    return CallUsage(
-        input_tokens=0, output_tokens=0, calls=0, seconds=0.0, estimated_calls=0, cached_tokens=0
-    )
-
-
-def add_usage(a: CallUsage, b: CallUsage) -> CallUsage:
-    return CallUsage(**{k: a.get(k, 0) + b.get(k, 0) for k in a})  # type: ignore[typeddict-item]
 
 
 def _as_message(out: dict[str, Any]) -> AIMessage:
@@ -171,7 +161,7 @@ def ask_structured(
     for attempt in range(1, max_attempts + 1):
         reply = invoke_model(runnable, messages, {**metadata, "ima_attempt": attempt})
         text = reply.text
-        outcome.attempts, outcome.usage = attempt, add_usage(outcome.usage, reply.usage)
+        outcome.attempts, outcome.usage = attempt, add_call_usage(outcome.usage, reply.usage)
         outcome.answers.append(text)
         outcome.cut_off = reply.cut_off
         try:

@@ -15,18 +15,12 @@ import jsonschema
 from langgraph.runtime import Runtime
 
 from ima.core.settings import RunContext
-from ima.core.state import FinalOutput, State
+from ima.core.state import FinalOutput, State, add_call_usage
 from ima.method.agent_context import build_context
 from ima.method.final_design import DESIGN_SECTIONS, design_schema, design_tokens, read_design
 from ima.method.prompting import cached_count, sections, system_prompt
 from ima.models import Models
-from ima.models.structured import (
-    AnswerError,
-    add_usage,
-    answers_in_json,
-    ask_structured,
-    prompt_parts,
-)
+from ima.models.structured import AnswerError, answers_in_json, ask_structured, prompt_parts
 from ima.tasks import Task
 
 
@@ -132,7 +126,7 @@ def make_documentation_node(task: Task, models: Models) -> Callable[..., dict[st
         final = FinalOutput(
             markdown=markdown, spec=spec, valid=not error, error=error, missing=design.missing
         )
-        usage = add_usage(written.usage, specified.usage)  # both are the documentation's calls
+        usage = add_call_usage(written.usage, specified.usage)  # both are the documentation's calls
         return {"final": final, "status": status, "usage": {role_id: {"documentation": usage}}}
 
     return documentation

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
-import secrets
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from ima.core.errors import UserError
+from ima.core.files import write_text_atomic
 from ima.tasks import Task
 from ima.view.figures import swatch_colours
 from ima.view.model import AGENT_COLOURS
@@ -73,17 +72,8 @@ def write_view(
         raise UserError(
             f"cannot write {path}: folder {path.parent} does not exist (create it first)"
         )
-    # A unique name beside the target (same file system, so os.replace is atomic); opened
-    # with "x" so the file gets the user's usual permissions and never clobbers another.
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
-        with tmp.open("x", encoding="utf-8") as out:
-            out.write(html)
-        os.replace(tmp, path)
+        write_text_atomic(path, html)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
     return path
