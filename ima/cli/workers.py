@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ima.cli.bench import episode_line
 from ima.cli.errors import Interrupted
 from ima.cli.evaluate import _row_line
 from ima.cli.options import JsonOpt, SharedDbOpt
@@ -62,7 +63,9 @@ def worker_command(
         if kind == "start":
             console.print(f"[dim]claimed[/dim] {where}", highlight=False)
         elif kind == "done":
-            console.print(f"[green]✓[/green] {where}: {_row_line(detail['row'])}", highlight=False)
+            row = detail["row"]
+            line = episode_line(row) if row.get("kind") == "pddl" else _row_line(row)
+            console.print(f"[green]✓[/green] {where}: {line}", highlight=False)
         elif kind == "failed":
             console.print(f"[red]✗[/red] {where}: {detail['error']}", highlight=False)
         elif kind == "lost":
