@@ -291,8 +291,12 @@ def _work(bench: PddlBench, done: int, total: int, limit: int) -> Any:
 def _report(bench: PddlBench) -> None:
     made = bench.report()
     config, summaries = made["config"], summarize(made["rows"])
-    table = Table(title=f"PDDL benchmark · {config['model']} · {len(made['rows'])} episodes")
-    for col in ("arm", "episodes", "reward", "sd", "success", "steps", "tokens/problem", "model s"):
+    table = Table(
+        title=f"PDDL benchmark · {config['model']} · {len(made['rows'])} episodes",
+        caption="reward: progress rate, mean and sd across seeds; tokens and wall s per problem",
+    )
+    columns = ("arm", "episodes", "reward", "sd", "success", "steps", "tokens", "wall s")
+    for col in columns:
         table.add_column(col, justify="left" if col == "arm" else "right")
     for s in summaries:
         table.add_row(
@@ -303,7 +307,7 @@ def _report(bench: PddlBench) -> None:
             f"{s.success_rate:.0%}",
             f"{s.steps:.1f}",
             f"{s.tokens:,.0f}",
-            f"{s.model_seconds:.1f}",
+            f"{s.wall_seconds:.1f}",
         )
     console.print(table)
     paper = Table(title="The paper's figures (Yuen et al., 2025, Table 4)")

@@ -55,8 +55,6 @@ class PddlBench:
         is written) and store its configuration, merged with what is already there."""
         plan.check()
         load_chat_model(plan.model, plan.base_seed, plan.temperature, plan.call_timeout)
-        if not self.local and not self.db.exists():
-            raise UserError(f"no database at {self.db.label}: check --db (or IMA_DB)")
         config = merged_config(self.shared.read_config(), plan.config(), self.where)
         self.shared.write_config(config)
         return config

@@ -53,7 +53,8 @@ class ArmSummary:
     steps: float  # per episode
     tokens: float  # per episode (= per problem and seed)
     input_tokens: float
-    model_seconds: float  # per episode
+    model_seconds: float  # per episode: the model calls' own time
+    wall_seconds: float  # per episode, as run (a resumed episode: since its resumption)
 
 
 def _mean(values: Iterable[float]) -> float:
@@ -87,6 +88,7 @@ def summarize(rows: list[dict[str, Any]]) -> list[ArmSummary]:
                 tokens=_mean(r["input_tokens"] + r["output_tokens"] for r in group),
                 input_tokens=_mean(r["input_tokens"] for r in group),
                 model_seconds=_mean(r["model_seconds"] for r in group),
+                wall_seconds=_mean(r["wall_seconds"] for r in group),
             )
         )
     return out
@@ -154,17 +156,18 @@ def markdown(rows: list[dict[str, Any]], config: dict[str, Any]) -> str:
         "Reward: the progress rate (AgentBoard), the best fraction of the goal's facts reached "
         "in an episode, averaged over the problems of each seed; mean and standard deviation "
         "across seeds, as in the paper's Table 4. Tokens: every model call of an episode (agent "
-        "turns, memory updates, summaries, templates), per problem.",
+        "turns, memory updates, summaries, templates), per problem; model s and wall s per "
+        "problem too.",
         "",
         "| arm | episodes | seeds | reward | sd | success | steps | tokens per problem | "
-        "input tokens | model s per problem |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "input tokens | model s | wall s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for s in summaries:
         lines.append(
             f"| {s.arm} | {s.episodes} | {s.seeds} | {s.reward_mean:.3f} | {s.reward_sd:.3f} | "
             f"{s.success_rate:.0%} | {s.steps:.1f} | {s.tokens:,.0f} | {s.input_tokens:,.0f} | "
-            f"{s.model_seconds:.1f} |"
+            f"{s.model_seconds:.1f} | {s.wall_seconds:.1f} |"
         )
     lines += [
         "",
