@@ -1,5 +1,6 @@
-"""`ima worker` (run queued evaluation runs) and `ima eval status` (progress per evaluation
-and per worker), for evaluations in a shared database (`ima eval --db ...`)."""
+"""`ima worker` (run queued evaluation runs and benchmark episodes) and `ima eval status`
+(progress per evaluation and per worker), for evaluations in a shared database (`ima eval
+--db ...`, `ima bench pddl --db ...`)."""
 
 from __future__ import annotations
 
@@ -44,7 +45,8 @@ def worker_command(
     ] = False,
     poll: Annotated[float, typer.Option(help="Seconds between looks at an empty queue.")] = 2.0,
 ) -> None:
-    """Run queued evaluation runs: claim one, run or resume it, judge it, store the result.
+    """Run queued evaluation runs: claim one, run or resume it, judge it, store the result
+    (and queued `ima bench pddl` episodes: run or resume one, store its result).
 
     Start as many workers as you like, on any machine that reaches the database. A killed
     worker's run is taken over by another once its lease expires (IMA_LEASE_SECONDS,
