@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -124,6 +125,10 @@ def test_workers_on_a_shared_database_run_the_queued_episodes(tmp_path):
     rows = bench.rows()
     assert _essentials(rows) == _essentials(_run(tmp_path / "local").rows())
     assert all(r["thread_id"].startswith("benchmarks-pddl-small--pddl-") for r in rows)
+    # an ended episode keeps its last checkpoint only (its row holds every step)
+    with sqlite3.connect(tmp_path / "shared.sqlite") as conn:
+        kept = dict(conn.execute("SELECT thread_id, COUNT(*) FROM checkpoints GROUP BY thread_id"))
+    assert len(kept) == 12 and set(kept.values()) == {1}
 
 
 def _cli(*args: str) -> int:

@@ -2,7 +2,8 @@
 database under the thread's lease, and the result row stored for the report.
 
 A killed episode resumes from its last checkpoint (each graph step is saved before the
-next starts); one that had ended is not run again, only stored.
+next starts); one that had ended is not run again, only stored. An ended episode's thread
+keeps its last checkpoint only: its row holds every step for the report and its page.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ima.evals.pddl.plan import BenchPlan, Episode, problem_fingerprint
 from ima.models import load_chat_model
 from ima.pddl import get_problem
 from ima.planning import Arm, build_solver, episode_outcome, recursion_limit
+from ima.runs.checkpoints import compact_thread
 from ima.runs.database import Database
 from ima.runs.leases import Lease
 
@@ -73,7 +75,10 @@ def run_episode(
                     tokens += sum(u["input_tokens"] + u["output_tokens"] for u in kinds.values())
                 for step in update.get("steps") or []:
                     progress({"step": step["index"], "tokens": tokens})
-        values = dict(app.get_state(config).values)
+        snapshot = app.get_state(config)
+        values = dict(snapshot.values)
+        if not snapshot.next:  # ended: its stored row shows every step, keep the end only
+            compact_thread(saver, app, config)
     return episode_row(plan, episode, thread_id, values, time.perf_counter() - started, resumed)
 
 
