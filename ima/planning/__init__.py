@@ -10,18 +10,12 @@ public intrinsic-memory API (`add_intrinsic_memory`, `IntrinsicMemory`, `write_t
     episode_outcome(get_problem("blocksworld-07"), state)   # reward, success, steps, tokens
 """
 
+from ima.planning.answers import CHECK, read_action, replay
 from ima.planning.arms import ARMS, Arm, parse_arms
-from ima.planning.graph import (
-    AGENTS,
-    CHECK,
-    SolverSettings,
-    build_solver,
-    read_action,
-    recursion_limit,
-    replay,
-    task_text,
-)
+from ima.planning.context import task_text
+from ima.planning.graph import AGENTS, build_solver
 from ima.planning.outcome import Outcome, episode_outcome
+from ima.planning.settings import SolverSettings, recursion_limit
 from ima.planning.state import EpisodeState, Step
 
 __all__ = [

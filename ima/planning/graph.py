@@ -23,180 +23,25 @@ what the environment answered).
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.graph import END, START, StateGraph
 
-from ima import (
-    IntrinsicMemory,
-    MemoryTemplate,
-    add_intrinsic_memory,
-    count_message_tokens,
-    prompts,
-    write_template,
-)
-from ima.core.errors import UserError
+from ima import IntrinsicMemory, MemoryTemplate, add_intrinsic_memory, prompts, write_template
 from ima.models.calls import invoke_model
-from ima.pddl import Env, Problem
+from ima.pddl import Problem
+from ima.planning.answers import CHECK, is_check, read_action, replay, stuck
 from ima.planning.arms import Arm
-from ima.planning.state import EpisodeState, Step, StepContext
+from ima.planning.context import ENVIRONMENT, history_for, role_text, step_context, task_text
+from ima.planning.settings import SolverSettings
+from ima.planning.state import EpisodeState, Step
 
 PLANNER, HELPER, SUMMARIZER = "planner", "helper", "summarizer"
 AGENTS = (PLANNER, HELPER)
-CHECK = "check valid actions"
-ENVIRONMENT = "environment"  # the name of observation messages
-UPDATE_MODES = ("rewrite", "edit")
-
-
-@dataclass(frozen=True)
-class SolverSettings:
-    """What every arm shares: the step limit and the token budgets."""
-
-    step_limit: int = 30
-    """Steps before an episode ends unsolved (G-Memory's PDDL runs: 30)."""
-    budget: int = 1024
-    """Tokens of task, memory and earlier steps an agent sees (none and intrinsic arms)."""
-    memory_tokens: int = 256
-    """An intrinsic memory's budget; also the length of a summary (summary arm)."""
-    memory_update: str = "rewrite"
-    """rewrite (the paper) or edit."""
-    summary_every: int = 10
-    """The summary arm rewrites its summary every this many steps (ChatDev: 10)."""
-    answer_tokens: int = 48
-    """The most tokens of one answer: an action is a line."""
-
-    def check(self) -> SolverSettings:
-        """The settings, or a UserError naming the bad one."""
-        if self.step_limit < 1:
-            raise UserError(f"step limit {self.step_limit}: give 1 or more")
-        if self.budget < 256:
-            raise UserError(f"token budget {self.budget}: give 256 or more")
-        if self.memory_tokens < 32:
-            raise UserError(f"memory budget {self.memory_tokens} tokens: give 32 or more")
-        if self.memory_update not in UPDATE_MODES:
-            raise UserError(f"memory update {self.memory_update!r}: use rewrite or edit")
-        if self.summary_every < 1:
-            raise UserError(f"summary every {self.summary_every} steps: give 1 or more")
-        return self
-
-
-def recursion_limit(settings: SolverSettings) -> int:
-    """Graph steps an episode may take: per step an agent, its memory, the helper and its
-    memory, and a summary at most."""
-    return 6 * settings.step_limit + 10
-
-
-def task_text(problem: Problem, settings: SolverSettings) -> str:
-    """The task every agent reads first: the domain's rules, the goal, how to answer."""
-    domain = problem.domain_info
-    return prompts.render(
-        "pddl/task",
-        title=domain.title,
-        rules=domain.description,
-        goal=problem.goal,
-        example=problem.optimal_plan[0],
-        limit=settings.step_limit,
-    )
-
-
-def role_text(agent: str) -> str:
-    """The agent's role (its system prompt)."""
-    return prompts.load(f"pddl/{agent}")
-
-
-# -- reading answers and replaying the episode ---------------------------------------------
-
-_PREFIX = re.compile(
-    r"^(?:>|\*+|(?:next\s+)?action(?:\s*\d+)?\s*:|act\s*\d*\s*:|step\s*\d+\s*:)\s*", re.I
-)
-
-
-def read_action(answer: str) -> str:
-    """The action in an answer: its first non-empty line, without quotes, backticks and a
-    leading 'Action:' (the environment reads the rest and says what is wrong with it)."""
-    line = next((ln.strip() for ln in answer.splitlines() if ln.strip()), "")
-    for _ in range(3):
-        line = _PREFIX.sub("", line.strip().strip("`'\"").strip()).strip()
-    return line.strip("`'\"").strip()
-
-
-def _same(action: str) -> str:
-    return " ".join(action.lower().split()).rstrip(".")
-
-
-def is_check(action: str) -> bool:
-    return _same(action).replace("`", "") in (CHECK, "check valid action")
-
-
-def stuck(action: str, steps: Sequence[Step]) -> bool:
-    """G-Memory's test: the proposal repeats each of the last two steps' actions."""
-    return len(steps) >= 2 and all(_same(s["action"]) == _same(action) for s in steps[-2:])
-
-
-def replay(problem: Problem, steps: Sequence[Step]) -> Env:
-    """The environment after these steps (deterministic: actions are all it needs)."""
-    return Env.replay(problem, [s["action"] for s in steps if not s["check"]])
-
-
-# -- what an agent sees ---------------------------------------------------------------------
-
-History = Callable[[Mapping[str, Any]], list[BaseMessage]]
-
-
-def _newest_that_fit(messages: Sequence[BaseMessage], budget: int) -> list[BaseMessage]:
-    """The task (first message) and the newest whole messages that fit the budget."""
-    if not messages:
-        return []
-    room = budget - count_message_tokens(messages[:1])
-    kept: list[BaseMessage] = []
-    for message in reversed(messages[1:]):
-        room -= count_message_tokens([message])
-        if room < 0:
-            break
-        kept.append(message)
-    return [messages[0], *reversed(kept)]
-
-
-def _history(arm: Arm, settings: SolverSettings) -> History:
-    def everything(state: Mapping[str, Any]) -> list[BaseMessage]:
-        return list(state.get("messages") or [])
-
-    def window(state: Mapping[str, Any]) -> list[BaseMessage]:
-        return _newest_that_fit(state.get("messages") or [], settings.budget)
-
-    def summarised(state: Mapping[str, Any]) -> list[BaseMessage]:
-        messages = list(state.get("messages") or [])
-        summaries = state.get("summaries") or []
-        if not summaries:
-            return messages
-        latest = summaries[-1]
-        section = prompts.render(
-            "pddl/summary_section", step=latest["step"], summary=latest["text"]
-        )
-        return [messages[0], HumanMessage(section), *messages[state["summary_messages"] :]]
-
-    if arm.intrinsic:
-        return everything  # add_intrinsic_memory has fitted the messages to the budget
-    return {"none": window, "full": everything, "summary": summarised}[arm.name]
-
-
-def _context(state: Mapping[str, Any], agent: str, seen: list[BaseMessage]) -> StepContext:
-    record = (state.get("intrinsic_memory") or {}).get(agent)  # add_intrinsic_memory's key
-    summaries = state.get("summaries") or []
-    return StepContext(
-        history_steps=sum(getattr(m, "name", None) == ENVIRONMENT for m in seen),
-        memory=record["text"] if record else "",
-        memory_version=record["version"] if record else 0,
-        summary_step=summaries[-1]["step"] if summaries else 0,
-    )
-
-
-# -- the nodes ------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -230,7 +75,7 @@ class _Solver:
         return update
 
     def agent(self, agent: str) -> Callable[[EpisodeState], dict[str, Any]]:
-        history = _history(self.arm, self.settings)
+        history = history_for(self.arm, self.settings)
         role = role_text(agent)
 
         def turn(state: EpisodeState) -> dict[str, Any]:
@@ -280,7 +125,7 @@ class _Solver:
                 progress=env.progress,
                 goal_reached=env.is_goal(),
                 usage=reply.usage,
-                context=_context(state, agent, seen),
+                context=step_context(state, agent, seen),
             )
             return {
                 "messages": [

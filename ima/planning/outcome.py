@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ima.pddl import Problem
-from ima.planning.graph import replay
+from ima.planning.answers import replay
 
 
 @dataclass(frozen=True)
