@@ -72,6 +72,21 @@ def _schema_with_memory(builder: StateGraph, usage_key: str | None) -> type:
     )
 
 
+def _add_to_output(builder: StateGraph, schema: type) -> None:
+    """The graph's result carries every agent's memory (and the usage key), like its other
+    state keys, unless the graph declares its own output schema."""
+    ours = f"{builder.state_schema.__name__}Output"
+    if builder.output_schema is not builder.state_schema and builder.output_schema.__name__ != ours:
+        return
+    hints = get_type_hints(builder.output_schema, include_extras=True)
+    added = {k: v for k, v in get_type_hints(schema, include_extras=True).items() if k not in hints}
+    added.pop(OUTPUT_KEY, None)  # the pending output is internal
+    if added:
+        output = TypedDict(ours, {**hints, **added}, total=False)  # type: ignore[operator]
+        builder._add_schema(output, allow_managed=False)
+        builder.output_schema = output
+
+
 def _pairs(update: Any) -> list[tuple[str, Any]]:
     if isinstance(update, Mapping):
         return list(update.items())
@@ -191,12 +206,7 @@ def add_intrinsic_memory(
         return stored(record, result)
 
     builder.add_node(memory_node, RunnableLambda(update, afunc=aupdate), input_schema=schema)
-    if builder.output_schema is builder.state_schema and MEMORY_KEY not in _hints(builder):
-        # The graph's result then carries every agent's memory, like its other state keys.
-        hints = {**_hints(builder), MEMORY_KEY: MemoryChannel}
-        output = TypedDict(f"{builder.state_schema.__name__}Output", hints, total=False)  # type: ignore[operator]
-        builder._add_schema(output, allow_managed=False)
-        builder.output_schema = output
+    _add_to_output(builder, schema)
     builder.nodes[node] = replace(
         spec,
         runnable=RunnableLambda(with_context, afunc=awith_context, name=node),
