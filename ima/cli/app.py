@@ -19,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ima.cli import display
+from ima.cli.bench import bench_app
 from ima.cli.errors import INTERRUPTED, Interrupted, usage_line
 from ima.cli.evaluate import eval_app
 from ima.cli.memory import memory_app
@@ -60,6 +61,7 @@ app = typer.Typer(
 app.add_typer(memory_app, name="memory")
 eval_app.command("status")(status_command)
 app.add_typer(eval_app, name="eval")
+app.add_typer(bench_app, name="bench")
 console = Console()
 err = Console(stderr=True, soft_wrap=True, highlight=False)  # errors stay on one line
 ERROR = Text("error: ", style="red")

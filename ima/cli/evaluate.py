@@ -126,9 +126,15 @@ def report_only(
     store: ResultsStore | SharedEvaluation
     if database is not None:
         store = SharedEvaluation(database, eval_name(str(directory)))
-        if store.read_config() is None:
+        config = store.read_config()
+        if config is None:
             raise UserError(
                 f"no evaluation {store.name} in {database.label}: see `ima eval status`"
+            )
+        if config.get("kind") == "pddl":
+            raise UserError(
+                f"{store.name} is a PDDL benchmark: report it with `ima bench pddl "
+                f"--report-only --out {directory} --db {database.label}`"
             )
     else:
         store = ResultsStore(directory)
