@@ -28,13 +28,13 @@ ARMS = ("none", "full", "intrinsic-generic")
 AT = (5, 30)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="embedded")
     parser.add_argument("--problem", default="blocksworld-23")
     parser.add_argument("--step-limit", type=int, default=30)
     parser.add_argument("--memory-tokens", type=int, default=256)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     plan = BenchPlan(
         model=args.model,
         arms=ARMS,

@@ -135,6 +135,16 @@ def test_building_block_with_few_turns(capsys):
         assert heading in out
 
 
+def test_pddl_prompts_with_the_scripted_model(capsys):
+    from benchmarks import pddl_prompts
+
+    pddl_prompts.main(["--model", "scripted", "--step-limit", "6"])
+    out = capsys.readouterr().out
+    for arm in ("none", "full", "intrinsic-generic"):
+        assert re.search(rf"^{arm}\s+6\s+\d+", out, re.M), out
+    assert "step 5: full / intrinsic prompt tokens =" in out
+
+
 def test_pddl_env(capsys):
     from benchmarks import pddl_env
 

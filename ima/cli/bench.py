@@ -27,7 +27,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ima.cli.errors import Interrupted
-from ima.cli.options import ModelOpt
+from ima.cli.settings_options import setting_option
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
 from ima.evals.pddl.bench import PddlBench
@@ -74,6 +74,9 @@ def episode_line(row: dict[str, Any]) -> str:
         f"reward {row['reward']:.2f} · {outcome} · {row['steps']} steps · {tokens:,} tokens · "
         f"{row['model_seconds']:.0f} s"
     )
+
+
+ModelOpt = setting_option("model")
 
 
 @bench_app.command("pddl")

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
-import secrets
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from ima.core.errors import UserError
+from ima.core.files import write_text_atomic
 
 __all__ = ["render_episode", "write_episode"]
 
@@ -80,12 +79,9 @@ def write_episode(row: dict[str, Any], path: Path) -> Path:
     """Write the episode's page to `path` atomically (its folder is created)."""
     html = render_episode(row)
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(html, encoding="utf-8")
-        os.replace(tmp, path)
+        write_text_atomic(path, html)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
     return path

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ima.core.files import atomic_writer
 from ima.evals.plots import _pyplot
 
 if TYPE_CHECKING:
@@ -58,6 +59,7 @@ def reward_plot(summaries: list[ArmSummary], model: str, path: Path) -> Path:
     right.set_ylabel("tokens per problem")
     right.set_title("Cost")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    with atomic_writer(path, binary=True) as out:
+        fig.savefig(out, format="png", dpi=120)
     plt.close(fig)
     return path

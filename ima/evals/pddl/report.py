@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ima.evals.store import write_text_atomic
+from ima.core.files import write_text_atomic
 from ima.planning import ARMS
 from ima.view.episode import write_episode
 
