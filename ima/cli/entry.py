@@ -10,6 +10,7 @@ which each command turns into its own line (`ima resume THREAD` where a run exis
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import signal
@@ -46,4 +47,12 @@ def main() -> None:
     if HANDLE_SIGINT:
         signal.signal(signal.SIGINT, lambda signum, frame: os._exit(code))
     sys.stdout.flush()
+    if code == INTERRUPTED:
+        # A Ctrl-C that lands while a thread pool starts a worker (`Thread.start` waits for
+        # it, longest on a loaded machine) leaves a worker nobody will stop, and the
+        # interpreter would wait for it forever. The command has cleaned up and said its
+        # line: run the exit handlers (they stop model servers and database pools) and end.
+        sys.stderr.flush()
+        atexit._run_exitfuncs()
+        os._exit(code)
     sys.exit(code)
