@@ -257,6 +257,14 @@ def run(
             "turn) or full (also the whole task) (env IMA_MEMORY_PROMPT)."
         ),
     ] = None,
+    prompt_layout: Annotated[
+        str | None,
+        typer.Option(
+            help="Order of an agent's prompt: paper (task and role, memory, recent turns) or "
+            "shared (task and recent turns first for every agent, then role, memory and "
+            "question: a prefix cache serves it across agents) (env IMA_PROMPT_LAYOUT)."
+        ),
+    ] = None,
     memory_tokens: Annotated[
         int | None,
         typer.Option(help="Token budget of each agent's memory (env IMA_MEMORY_TOKENS)."),
@@ -329,6 +337,7 @@ def run(
         "top_p": top_p,
         "memory_concurrency": memory_concurrency,
         "memory_prompt": memory_prompt,
+        "prompt_layout": prompt_layout,
         "memory_tokens": memory_tokens,
         "memory_update": memory_update,
         "review": True if (review or approve) else None,

@@ -27,6 +27,7 @@ TemplateKind = Literal["generic", "manual", "llm"]
 MemoryMode = Literal["intrinsic", "none"]
 MemoryPromptLayout = Literal["lean", "full"]
 MemoryUpdateMode = Literal["rewrite", "edit"]
+PromptLayout = Literal["paper", "shared"]
 MEMORY_MODES: tuple[MemoryMode, ...] = ("intrinsic", "none")
 DEFAULT_MODEL = "embedded"
 CONFIG_FILE = "ima.toml"
@@ -100,6 +101,13 @@ class RunContext(BaseSettings):
         "whose probability reaches top_p (1 keeps all).",
     )
     max_turn_words: int = Field(80, ge=1, description="Word limit asked of each agent turn.")
+    prompt_layout: PromptLayout = Field(
+        "paper",
+        description="Order of an agent's prompt: paper (task and role, memory, recent turns, "
+        "question) or shared (task and recent turns first, the same for every agent, then "
+        "role, memory and question; old turns leave in blocks), which a prefix-caching "
+        "backend (llama.cpp, Ollama, hosted APIs) serves from its cache across agents.",
+    )
     memory_tokens: int = Field(
         256,
         ge=16,

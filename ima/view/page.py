@@ -114,6 +114,7 @@ def build_page(run: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
         "status_class": STATUS_CLASS.get(status, "info"),
         "memory_mode": memory_mode,
         "model": settings.get("model", ""),
+        "prompt_layout": settings.get("prompt_layout", "paper"),
         "facts": [
             ("turns", f"{len(turns)}"),
             ("tokens", f"{total.get('input_tokens', 0) + total.get('output_tokens', 0):,}"),
