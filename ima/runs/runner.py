@@ -23,7 +23,7 @@ from ima.method.agent_context import build_turn_prompt
 from ima.method.schedule import initial_position
 from ima.models import agent_model, memory_model
 from ima.runs import leases
-from ima.runs.checkpoints import compact_thread
+from ima.runs.checkpoints import compact_thread, compact_while_running
 from ima.runs.database import Database, using
 from ima.runs.leases import Holder, Lease, LeaseLost, ThreadBusy
 from ima.runs.outputs import check_output_dir, run_record, write_outputs
@@ -223,6 +223,7 @@ def _advance(
             payload: Any = start if not snapshot.values else None
             if answer is not None and _questions(snapshot):
                 payload = Command(resume=answer)
+            steps = 0
             while True:
                 for chunk in graph.stream(
                     payload,
@@ -234,6 +235,9 @@ def _advance(
                     # Time spent so far, kept step by step: a killed process's share counts.
                     record.wall_seconds = spent + time.perf_counter() - started
                     registry.save(record, held)
+                    steps += 1
+                    if not record.keep_history:
+                        compact_while_running(saver, graph, config, steps)
                     for node, update in chunk.items():
                         if listener and isinstance(update, dict):
                             listener(node, update)
