@@ -145,7 +145,7 @@ def test_block_window_never_keeps_fewer_than_half_of_what_fits():
 
 
 def test_shared_layout_gives_every_speaker_the_same_task_and_turns_first(task):
-    """The shared layout: the system message is the task alone, the user message opens with
+    """The shared layout: the system message is the task and the roster, the user message opens with
     the recent turns, the same for whoever speaks at a turn; the speaker's role, own memory
     and question come last; every prompt within the budget, its composition recorded."""
     budget = 1600
@@ -159,7 +159,9 @@ def test_shared_layout_gives_every_speaker_the_same_task_and_turns_first(task):
     turns = recorder.of_kind("agent_turn")
     assert len(turns) == len(out["transcript"]) > 20
     systems = {system.content for _, (system, _) in turns}
-    assert systems == {f"# Task\n{task.description.strip()}"}
+    assert len(systems) == 1  # the task and the roster, for every speaker
+    assert task.description.strip() in next(iter(systems))
+    assert all(f"{r.id} ({r.name})" in next(iter(systems)) for r in task.roles)
     starts = []
     for (meta, (system, human)), record in zip(turns, out["transcript"], strict=True):
         share = record["context"]

@@ -4,8 +4,8 @@ order; and the turn prompt around it (role, phase question), in one of two layou
 
 - paper: system message task and role, then the agent's memory, the recent turns and the
   question. The turns that fit are chosen afresh at every turn.
-- shared: system message the task alone, then the recent turns, then the agent's role,
-  memory and question. Every agent speaking at a turn sees the same recent turns (the room
+- shared: system message the task and the roster alone, then the recent turns, then the
+  agent's role, memory and question. Every agent speaking at a turn sees the same recent turns (the room
   reserves the largest role and question and a whole memory), and once the conversation no
   longer fits, the oldest turns leave `WINDOW_BLOCK` at a time, so the task and the turns
   form a prefix that stays the same across agents and for several turns: a prefix cache
@@ -32,7 +32,7 @@ from ima.method.prompting import (
     cached_count,
     conversation_section,
     memory_section,
-    role_prompt,
+    own_role_prompt,
     sections,
     system_prompt,
     task_prompt,
@@ -254,7 +254,7 @@ def _own_parts_reserve(
     largest = 0
     for role_id in task.speakers:
         user = _shared_frame(task, role_id, state, settings, with_memory)
-        own = cached_count(role_prompt(task, role_id)) + cached_count(user("", "x", ""))
+        own = cached_count(own_role_prompt(task, role_id)) + cached_count(user("", "x", ""))
         largest = max(largest, own)
     if not with_memory:
         return largest
@@ -267,8 +267,8 @@ def _own_parts_reserve(
 def _shared_turn_prompt(
     task: Task, role_id: str, state: Mapping[str, Any], settings: RunContext, with_memory: bool
 ) -> TurnPrompt:
-    system = task_prompt(state["brief"])
-    role = role_prompt(task, role_id)
+    system = task_prompt(task, state["brief"])
+    role = own_role_prompt(task, role_id)
     user = _shared_frame(task, role_id, state, settings, with_memory)
     system_tokens = cached_count(system)
     role_tokens = cached_count(role)

@@ -15,16 +15,29 @@ from ima.core.tokens import count_tokens
 from ima.tasks import Task
 
 
+def roster(task: Task) -> str:
+    """Every agent of the meeting: id and name."""
+    return ", ".join(f"{r.id} ({r.name})" for r in task.roles)
+
+
 def role_prompt(task: Task, role_id: str) -> str:
     """Who the agent is: its role, the roster of the meeting, its role description."""
     role = task.role(role_id)
-    roster = ", ".join(f"{r.id} ({r.name})" for r in task.roles)
     return prompts.render(
         "role",
         role_name=role.name,
         role_id=role.id,
-        roster=roster,
+        roster=roster(task),
         role_description=role.description.strip(),
+    )
+
+
+def own_role_prompt(task: Task, role_id: str) -> str:
+    """The agent's role and its description, without the roster (the shared layout shows
+    the roster once, with the task)."""
+    role = task.role(role_id)
+    return prompts.render(
+        "own_role", role_name=role.name, role_id=role.id, role_description=role.description.strip()
     )
 
 
@@ -33,9 +46,10 @@ def system_prompt(task: Task, role_id: str, brief: str) -> str:
     return prompts.render("agent_system", task=brief.strip(), role=role_prompt(task, role_id))
 
 
-def task_prompt(brief: str) -> str:
-    """The task alone: the system message every agent's turn shares in the shared layout."""
-    return prompts.render("task_system", task=brief.strip())
+def task_prompt(task: Task, brief: str) -> str:
+    """The task and who meets about it: the system message every agent's turn shares in
+    the shared layout."""
+    return prompts.render("task_system", task=brief.strip(), roster=roster(task))
 
 
 @lru_cache(maxsize=256)
