@@ -43,6 +43,7 @@ _EXPORTS = {
     "Schedule": "ima.tasks",
     "load_task": "ima.tasks",
     "advance_schedule": "ima.method.schedule",
+    "initial_position": "ima.method.schedule",
 }
 
 __all__ = [
@@ -63,6 +64,7 @@ __all__ = [
     "create_meeting",
     "fit_context",
     "generic_template",
+    "initial_position",
     "load_task",
     "subagent_tool",
     "write_template",
@@ -82,7 +84,7 @@ if TYPE_CHECKING:
         generic_template,
         write_template,
     )
-    from ima.method.schedule import advance_schedule
+    from ima.method.schedule import advance_schedule, initial_position
     from ima.tasks import Schedule, Task, load_task
 
 

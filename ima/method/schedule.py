@@ -30,6 +30,8 @@ def is_vote(schedule: Schedule, role_id: str, phase: str) -> bool:
 
 
 def initial_position(schedule: Schedule) -> dict[str, Any]:
+    """Where a meeting starts: the first phase, round 1, the round's first speaker, no votes
+    (the `state` that `advance_schedule` takes first)."""
     return {
         "phase": schedule.phases[0].name,
         "phase_round": 1,

@@ -101,6 +101,11 @@ class KeyFigure(BaseModel):
 
 
 class Task(BaseModel):
+    """A task as data: the brief every agent shares (`description`), the roles, the
+    schedule (`Schedule`), an optional manual memory template, the requirements and key
+    figures the content metrics check, and the JSON Schema of the final specification.
+    Load one with `load_task(id_or_path)`; the loader validates it and names the problem."""
+
     model_config = ConfigDict(extra="forbid")
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
     version: int = Field(ge=1)

@@ -1,0 +1,171 @@
+"""Write docs/reference.md from the public API's own signatures and docstrings.
+
+    python docs/make_reference.py          # rewrite docs/reference.md
+    python docs/make_reference.py --check  # exit 1 if the page is out of date (the tests run it)
+
+Every name in `ima.__all__` gets a section: its signature, its docstring, and for classes
+their public methods and properties, for settings and tasks their fields.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import sys
+from pathlib import Path
+from typing import Any, get_type_hints
+
+import ima
+
+PAGE = Path(__file__).resolve().parent / "reference.md"
+
+INTRO = """\
+# Library reference
+
+Everything below is importable from `ima` (`from ima import IntrinsicMemory, ...`), listed
+in `ima.__all__`. Importing it loads none of the application (command line, runs,
+evaluation, run view). The README section "Intrinsic memory in your own graph" shows the
+pieces at work; `examples/writer_critic.py` and `examples/supervisor.py` run them.
+
+This page is generated from the docstrings by `python docs/make_reference.py`.
+
+| name | what it is |
+|---|---|
+"""
+
+# Defaults whose repr carries a memory address: shown by name.
+_ADDRESS = re.compile(r"<function (\w+) at 0x[0-9a-f]+>")
+
+
+def _signature(obj: Any) -> str:
+    """The signature as written in the source (annotations are strings there)."""
+    try:
+        signature = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return ""
+    params: list[str] = []
+    for p in signature.parameters.values():
+        if (
+            p.kind is p.KEYWORD_ONLY
+            and "*" not in params
+            and not any(x.startswith("*") for x in params)
+        ):
+            params.append("*")
+        text = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}.get(p.kind, "") + p.name
+        if p.annotation is not p.empty:
+            text += f": {_annotation(p.annotation)}"
+        if p.default is not p.empty:
+            text += " = " + _ADDRESS.sub(r"\1", repr(p.default))
+        params.append(text)
+    returns = signature.return_annotation
+    tail = "" if returns is signature.empty else f" -> {_annotation(returns)}"
+    return f"({', '.join(x for x in params if x not in ('self', 'cls'))}){tail}"
+
+
+def _annotation(hint: Any) -> str:
+    return hint if isinstance(hint, str) else _type_name(hint)
+
+
+def _doc(obj: Any) -> str:
+    doc = obj.__dict__.get("__doc__") if isinstance(obj, type) else obj.__doc__
+    return _markdown(inspect.cleandoc(doc)) if doc else ""
+
+
+def _markdown(doc: str) -> str:
+    """Google-style `Args:` blocks as Markdown lists (indented lines would run together)."""
+    out: list[str] = []
+    in_args = False
+    for line in doc.splitlines():
+        if line.strip() in ("Args:", "Attributes:"):
+            in_args = True
+            out += [f"**{line.strip()[:-1]}**", ""]
+        elif in_args and re.match(r"^    \w[\w ]*:", line):
+            name, text = line.strip().split(":", 1)
+            out.append(f"- `{name}`:{text}")
+        elif in_args and line.startswith("        "):
+            out[-1] += " " + line.strip()
+        else:
+            if in_args and line.strip():
+                out.append("")  # the list ends where unindented text resumes
+            in_args = False
+            out.append(line)
+    return "\n".join(out)
+
+
+def _first_line(obj: Any) -> str:
+    return (_doc(obj).split("\n\n")[0] or "").replace("\n", " ")
+
+
+def _members(cls: type) -> list[str]:
+    out = []
+    for name, value in cls.__dict__.items():
+        if name.startswith("_") or not _doc(getattr(cls, name)):
+            continue
+        if isinstance(value, property):
+            out.append(f"- `{name}` (property): {_first_line(value.fget)}")
+        elif isinstance(value, (classmethod, staticmethod)) or inspect.isfunction(value):
+            target = getattr(cls, name)
+            out.append(f"- `{name}{_signature(target)}`: {_first_line(target)}")
+    return out
+
+
+def _fields(cls: type) -> list[str]:
+    fields = getattr(cls, "model_fields", None)
+    if fields:
+        return [
+            f"- `{name}`"
+            + (f" (default `{f.default!r}`)" if not f.is_required() else " (required)")
+            + (f": {f.description}" if f.description else "")
+            for name, f in fields.items()
+        ]
+    if hasattr(cls, "__annotations__") and hasattr(cls, "__total__"):  # a TypedDict
+        hints = get_type_hints(cls)
+        return [f"- `{name}`: `{_type_name(t)}`" for name, t in hints.items()]
+    return []
+
+
+def _type_name(hint: Any) -> str:
+    return re.sub(
+        r"\b(typing|typing_extensions|builtins)\.", "", str(getattr(hint, "__name__", hint))
+    )
+
+
+def _section(name: str) -> str:
+    obj = getattr(ima, name)
+    kind = "class" if isinstance(obj, type) else "function"
+    lines = [f"## `{name}`", "", f"*{kind}*, from `{obj.__module__}`", ""]
+    signature = _signature(obj)
+    if signature and not hasattr(obj, "model_fields") and not hasattr(obj, "__total__"):
+        lines += ["```python", f"{name}{signature}", "```", ""]
+    if _doc(obj):
+        lines += [_doc(obj), ""]
+    if isinstance(obj, type):
+        fields = _fields(obj)
+        if fields:
+            lines += ["Fields:", "", *fields, ""]
+        members = _members(obj)
+        if members:
+            lines += ["Methods and properties:", "", *members, ""]
+    return "\n".join(lines)
+
+
+def render() -> str:
+    names = sorted(ima.__all__, key=str.lower)
+    table = "".join(f"| [`{n}`](#{n.lower()}) | {_first_line(getattr(ima, n))} |\n" for n in names)
+    return INTRO + table + "\n" + "\n".join(_section(n) for n in names).rstrip() + "\n"
+
+
+def main() -> int:
+    page = render()
+    if "--check" in sys.argv[1:]:
+        if not PAGE.exists() or PAGE.read_text() != page:
+            print(f"{PAGE} is out of date: run python docs/make_reference.py")
+            return 1
+        return 0
+    PAGE.write_text(page)
+    print(f"wrote {PAGE}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
