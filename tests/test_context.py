@@ -198,34 +198,3 @@ def test_the_run_records_the_layout_and_the_view_explains_it(cli, tmp_path):
     assert json.loads(out)["settings"]["prompt_layout"] == "shared"
     code, out, err = cli("run", "--model", "scripted", "--prompt-layout", "cached")
     assert code == 2 and "prompt_layout" in err and "Traceback" not in err
-
-
-def test_a_memory_update_can_continue_the_agents_own_turn(task):
-    """memory_prompt=turn: the update's messages are exactly the prompt of the turn it
-    learns from, that turn's answer, then the request; so a prefix cache serves the whole
-    turn prompt. Memories are still written, in both update modes and prompt layouts."""
-    for layout in ("paper", "shared"):
-        for mode in ("rewrite", "edit"):
-            recorder = PromptRecorder()
-            graph = compile_graph(task, "intrinsic", checkpointer=InMemorySaver())
-            out = graph.invoke(
-                {},
-                {"configurable": {"thread_id": "t"}, "callbacks": [recorder]},
-                context=RunContext(
-                    model="scripted",
-                    turn_cap=10,
-                    prompt_layout=layout,
-                    memory_prompt="turn",
-                    memory_update=mode,
-                ),
-            )
-            turns = {meta["ima_turn"]: msgs for meta, msgs in recorder.of_kind("agent_turn")}
-            updates = recorder.of_kind("memory_update")
-            assert len(updates) == 10
-            for meta, messages in updates:
-                own = out["transcript"][meta["ima_turn"] - 1]
-                *prompt, answer, request = messages
-                assert [m.content for m in prompt] == [m.content for m in turns[own["index"]]]
-                assert answer.type == "ai" and answer.content == own["content"]
-                assert request.content.startswith(("# Update your memory", "# Edit your memory"))
-            assert all(slot["text"] for slot in out["memories"].values() if slot["version"])

@@ -254,8 +254,7 @@ def run(
         str | None,
         typer.Option(
             help="What a memory update is shown: lean (role, template, memory so far, latest "
-            "turn), full (also the whole task) or turn (the agent's own turn prompt and answer, "
-            "then the request: a prompt cache serves the turn) (env IMA_MEMORY_PROMPT)."
+            "turn) or full (also the whole task) (env IMA_MEMORY_PROMPT)."
         ),
     ] = None,
     prompt_layout: Annotated[

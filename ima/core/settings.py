@@ -25,7 +25,7 @@ from ima.core.errors import UserError
 
 TemplateKind = Literal["generic", "manual", "llm"]
 MemoryMode = Literal["intrinsic", "none"]
-MemoryPromptLayout = Literal["lean", "full", "turn"]
+MemoryPromptLayout = Literal["lean", "full"]
 MemoryUpdateMode = Literal["rewrite", "edit"]
 PromptLayout = Literal["paper", "shared"]
 MEMORY_MODES: tuple[MemoryMode, ...] = ("intrinsic", "none")
@@ -122,9 +122,8 @@ class RunContext(BaseSettings):
     memory_prompt: MemoryPromptLayout = Field(
         "lean",
         description="What a memory update is shown: lean (the role, template, memory so far "
-        "and latest turn), full (also the whole task) or turn (the agent's own turn prompt "
-        "and answer, then the update request: a prefix-caching backend evaluates only the "
-        "answer and the request).",
+        "and latest turn) or full (also the whole task, like the agent's own turn: more "
+        "tokens, but a prefix-caching backend skips the shared part).",
     )
     memory_concurrency: int = Field(
         0,

@@ -19,12 +19,11 @@ the memory's token budget by whole notes (`memory.py`): nothing stored is ever c
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from ima import prompts
 from ima.core.state import CallUsage
@@ -140,22 +139,12 @@ class IntrinsicMemory:
         return 2 * self.tokens + 8 * len(self.template.sections)
 
     def messages(
-        self,
-        memory: Memory | str | None,
-        output: str,
-        *,
-        role: str = "",
-        turn: int | None = None,
-        turn_prompt: Sequence[BaseMessage] | None = None,
+        self, memory: Memory | str | None, output: str, *, role: str = "", turn: int | None = None
     ) -> list[BaseMessage]:
         """The update prompt: the agent's role (system message), then its template, its
-        memory so far and its latest output. With `turn_prompt` (the messages that produced
-        `output`, its memory among them): those messages, `output` as the model's answer,
-        then the update request, so a prefix cache serves everything the turn evaluated."""
+        memory so far and its latest output."""
         current = self.read(memory)
         shown_turn = "latest" if turn is None else turn
-        if turn_prompt is not None:
-            return [*turn_prompt, AIMessage(output), HumanMessage(self._request(current))]
         if self.mode == "edit":
             text = prompts.render(
                 "memory_edit",
@@ -178,23 +167,6 @@ class IntrinsicMemory:
                 output=output,
             )
         return ([SystemMessage(role)] if role else []) + [HumanMessage(text)]
-
-    def _request(self, current: Memory) -> str:
-        """The update request after the agent's own turn (its memory is shown in the turn's
-        prompt; an edit needs the notes numbered)."""
-        if self.mode == "edit":
-            return prompts.render(
-                "memory_edit_turn",
-                edits=self.max_edits,
-                words=self.limits.note_words,
-                memory=current.numbered(),
-            )
-        return prompts.render(
-            "memory_rewrite_turn",
-            notes=self.limits.notes_per_section,
-            words=self.limits.note_words,
-            template=self.template.skeleton(),
-        )
 
     def _runnable(self, memory: Memory) -> Any:
         schema = (
@@ -226,17 +198,15 @@ class IntrinsicMemory:
         role: str = "",
         turn: int | None = None,
         metadata: dict[str, Any] | None = None,
-        turn_prompt: Sequence[BaseMessage] | None = None,
     ) -> MemoryUpdate:
         """The next version of `memory` from the agent's own latest `output`.
 
         `role` is the agent's role text (the update's system message); `metadata` labels
-        the call for tracing (LangSmith, callbacks); `turn_prompt`, the messages that
-        produced `output`, makes the update continue that conversation (see `messages`).
+        the call for tracing (LangSmith, callbacks).
         """
         reply = invoke_model(
             self._runnable(self.read(memory)),
-            self.messages(memory, output, role=role, turn=turn, turn_prompt=turn_prompt),
+            self.messages(memory, output, role=role, turn=turn),
             {"ima_kind": "memory_update", **(metadata or {})},
             self.output_cap,
         )
@@ -250,12 +220,11 @@ class IntrinsicMemory:
         role: str = "",
         turn: int | None = None,
         metadata: dict[str, Any] | None = None,
-        turn_prompt: Sequence[BaseMessage] | None = None,
     ) -> MemoryUpdate:
         """`update` for async callers."""
         reply = await ainvoke_model(
             self._runnable(self.read(memory)),
-            self.messages(memory, output, role=role, turn=turn, turn_prompt=turn_prompt),
+            self.messages(memory, output, role=role, turn=turn),
             {"ima_kind": "memory_update", **(metadata or {})},
             self.output_cap,
         )

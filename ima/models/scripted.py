@@ -75,7 +75,7 @@ class ScriptedChatModel(BaseChatModel):
         """What was asked, read from the last instruction the model received."""
         ask = str(messages[-1].content)
         if ask.startswith(("# Update your memory", "# Edit your memory")):
-            return self._memory(messages, prompt, edit=ask.startswith("# Edit"))
+            return self._memory(prompt, edit=ask.startswith("# Edit"))
         if ask.startswith("# Prepare your memory template"):
             return self._template(prompt)
         if ask.startswith(("# Write the JSON specification", "# Fix the JSON specification")):
@@ -103,9 +103,7 @@ class ScriptedChatModel(BaseChatModel):
 
     def _point(self, prompt: str) -> str:
         """A sentence of the task brief (the text under `# Task`)."""
-        brief = re.split(
-            r"^# |^Meeting notes", prompt.split("# Task", 1)[-1], maxsplit=1, flags=re.M
-        )[0]
+        brief = prompt.split("# Task", 1)[-1].split("# Your role", 1)[0]
         sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", brief) if len(s.split()) > 5]
         return self._rng(prompt).choice(sentences) if sentences else "the brief"
 
@@ -132,15 +130,11 @@ class ScriptedChatModel(BaseChatModel):
             text = f'{role} ({phase}) on "{topic}": for my area, {point}'
         return f"{text} {self.inject}".strip()
 
-    def _memory(self, messages: list[BaseMessage], prompt: str, edit: bool) -> str:
+    def _memory(self, prompt: str, edit: bool) -> str:
         """Notes from the latest turn under the sections they fit: the whole memory again
-        (old notes kept, the newest first to go) for a rewrite, add operations for an edit.
-        The latest turn is under its heading, or the answer before the request when the
-        update continues the agent's own turn."""
+        (old notes kept, the newest first to go) for a rewrite, add operations for an edit."""
         turn = re.search(r"## Your latest turn \(turn (\w+)\)", prompt)
-        answers = [str(m.content) for m in messages if isinstance(m, AIMessage)]
-        latest = _between(prompt, "## Your latest turn") or (answers[-1] if answers else "")
-        latest = " ".join(latest.split())
+        latest = " ".join(_between(prompt, "## Your latest turn").split())
         new = f"turn {turn.group(1) if turn else '?'}: {' '.join(latest.split()[:12])}"
         words = re.search(r"at most (\d+) words", prompt)
         notes_limit = re.search(r"At most (\d+) notes per section", prompt)

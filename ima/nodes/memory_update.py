@@ -10,12 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
 
 from ima.core.settings import RunContext
 from ima.core.state import MemoryRepairs, MemorySlot, MemoryVersion, State, add_usage
-from ima.method.agent_context import build_turn_prompt
 from ima.method.memory_update import IntrinsicMemory, line_changes
 from ima.method.prompting import role_prompt, system_prompt
 from ima.models import Models
@@ -30,16 +28,6 @@ def memory_node_name(role_id: str) -> str:
 def latest_turn_of(state: State, role_id: str) -> dict[str, Any]:
     """The agent's own latest turn (other agents may have spoken since)."""
     return next(t for t in reversed(state["transcript"]) if t["speaker"] == role_id)
-
-
-def own_turn_prompt(
-    task: Task, role_id: str, state: State, settings: RunContext, index: int
-) -> list[BaseMessage]:
-    """The messages of the agent's turn `index`, built again from the state before it (the
-    memory is not updated yet; with memory formed beside the next turn the phase's question
-    may have moved on, which changes what the cache can serve, not the memory's source)."""
-    before = {**state, "transcript": state["transcript"][: index - 1]}
-    return build_turn_prompt(task, role_id, before, settings, with_memory=True).messages
 
 
 def make_memory_node(task: Task, role_id: str, models: Models) -> Callable[..., dict[str, Any]]:
@@ -72,9 +60,6 @@ def make_memory_node(task: Task, role_id: str, models: Models) -> Callable[..., 
             role=role,
             turn=latest["index"],
             metadata={"ima_role": role_id, "ima_turn": latest["index"]},
-            turn_prompt=own_turn_prompt(task, role_id, state, settings, latest["index"])
-            if settings.memory_prompt == "turn"
-            else None,
         )
         update["usage"] = add_usage(update["usage"], {role_id: {"memory_update": result.usage}})
         text = result.text if result.text or not slot["text"] else slot["text"]
