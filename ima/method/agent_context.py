@@ -4,12 +4,13 @@ order; and the turn prompt around it (role, phase question), in one of two layou
 
 - paper: system message task and role, then the agent's memory, the recent turns and the
   question. The turns that fit are chosen afresh at every turn.
-- shared: system message the task and the roster alone, then the recent turns, then the
-  agent's role, memory and question. Every agent speaking at a turn sees the same recent turns (the room
-  reserves the largest role and question and a whole memory), and once the conversation no
-  longer fits, the oldest turns leave `WINDOW_BLOCK` at a time, so the task and the turns
-  form a prefix that stays the same across agents and for several turns: a prefix cache
-  (llama.cpp, Ollama, hosted APIs) evaluates only the newest turn and the speaker's parts.
+- shared: system message the task and the roster, then the recent turns, then the agent's
+  role, memory and question. Every agent speaking at a turn sees the same recent turns (the
+  room reserves the largest role, question and memory of any agent), and once the
+  conversation no longer fits, the oldest turns leave `WINDOW_BLOCK` at a time, so the task
+  and the turns form a prefix that stays the same across agents and for several turns: a
+  prefix cache (llama.cpp, Ollama, hosted APIs) evaluates only the newest turn and the
+  speaker's own parts.
 
 Turn token counts are computed once when a turn is written (Turn.tokens), so building a
 context touches only the turns that fit, however long the conversation is.
@@ -56,6 +57,10 @@ def recent_turns(transcript: Sequence[Turn], budget: int) -> list[Turn]:
 # first turn is always a multiple of this (1-based: turns 1, 4, 7, ...), so the prefix is
 # stable for about this many turns.
 WINDOW_BLOCK = 3
+
+
+# The shared layout reserves the largest memory in steps of this many tokens.
+MEMORY_GRAIN = 64
 
 
 def block_window(transcript: Sequence[Turn], budget: int, block: int = WINDOW_BLOCK) -> list[Turn]:
@@ -250,7 +255,8 @@ def _own_parts_reserve(
     task: Task, state: Mapping[str, Any], settings: RunContext, with_memory: bool
 ) -> int:
     """Tokens every speaker's own parts may need at this turn: the largest role and
-    question of any speaker, and a whole memory (its budget and the largest lessons)."""
+    question of any speaker, and the largest memory (lessons included) rounded up to
+    MEMORY_GRAIN tokens, so the window moves only when some memory crosses a grain."""
     largest = 0
     for role_id in task.speakers:
         user = _shared_frame(task, role_id, state, settings, with_memory)
@@ -258,10 +264,8 @@ def _own_parts_reserve(
         largest = max(largest, own)
     if not with_memory:
         return largest
-    lessons = max(
-        (cached_count(slot.get("lessons", "")) for slot in state["memories"].values()), default=0
-    )
-    return largest + settings.memory_tokens + lessons
+    memory = max((cached_count(memory_text(m)) for m in state["memories"].values()), default=0)
+    return largest + -(-memory // MEMORY_GRAIN) * MEMORY_GRAIN
 
 
 def _shared_turn_prompt(
