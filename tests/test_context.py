@@ -198,3 +198,24 @@ def test_the_run_records_the_layout_and_the_view_explains_it(cli, tmp_path):
     assert json.loads(out)["settings"]["prompt_layout"] == "shared"
     code, out, err = cli("run", "--model", "scripted", "--prompt-layout", "cached")
     assert code == 2 and "prompt_layout" in err and "Traceback" not in err
+
+
+def test_in_the_shared_layout_the_documentation_prompt_extends_the_last_turns(task):
+    """The documentation step sees the task and the turns the next speaker would see: the
+    last turn's prompt up to its turns is the start of the documentation prompt."""
+    recorder = PromptRecorder()
+    graph = compile_graph(task, "intrinsic", checkpointer=InMemorySaver())
+    out = graph.invoke(
+        {},
+        {"configurable": {"thread_id": "doc"}, "callbacks": [recorder]},
+        context=RunContext(model="scripted", prompt_layout="shared", token_budget=4096),
+    )
+    assert out["status"] == "finalized"
+    _, (last_system, last_user) = recorder.of_kind("agent_turn")[-1]
+    (_, (system, user)), *_ = recorder.of_kind("documentation")
+    assert system.content == last_system.content
+    turns = last_user.content.split("\n\n# Your role", 1)[0]
+    assert user.content.startswith(turns) and len(turns) > 1000
+    last = out["transcript"][-1]
+    assert f"[{last['index']}] {last['speaker']}:" in user.content.split("# Your role", 1)[0]
+    assert "You are Documentation Joining Agent (DJE)" in user.content

@@ -292,3 +292,53 @@ def _shared_turn_prompt(
         settings, task=system_tokens, role=role_tokens, frame=frame_tokens, context=context
     )
     return TurnPrompt([SystemMessage(system), HumanMessage(text)], share)
+
+
+def build_question_prompt(
+    task: Task, role_id: str, state: Mapping[str, Any], settings: RunContext, question: str
+) -> TurnPrompt:
+    """A question to `role_id` about the meeting, without its memory (the documentation
+    step): the task and the role, the newest turns that fit, the question, in the order
+    `settings.prompt_layout` names. In the shared layout the turns are those the next
+    speaker would see, so a prefix cache serves them from the last turn's prompt."""
+    brief = state["brief"]
+    if settings.prompt_layout == "shared":
+        system = task_prompt(task, brief)
+        role = own_role_prompt(task, role_id)
+
+        def user(turns: str) -> str:
+            return f"{conversation_section(turns)}{role}\n\n{question}"
+
+        with_memory = bool(state.get("memories"))
+        shared_room = (
+            settings.token_budget
+            - cached_count(system)
+            - _own_parts_reserve(task, state, settings, with_memory)
+        )
+        role_tokens = cached_count(role)
+    else:
+        system = system_prompt(task, role_id, brief)
+
+        def user(turns: str) -> str:
+            return sections(None, turns) + question
+
+        shared_room = None
+        role_tokens = cached_count(system) - cached_count(brief.strip())
+    system_tokens = cached_count(system)
+    frame_tokens = cached_count(user("x"))
+    context = build_context(
+        fixed_tokens=system_tokens + frame_tokens,
+        memory="",
+        transcript=state["transcript"],
+        budget=settings.token_budget,
+        shared_room=shared_room,
+    )
+    task_tokens = system_tokens - role_tokens if shared_room is None else system_tokens
+    share = _share(
+        settings,
+        task=task_tokens,
+        role=role_tokens,
+        frame=frame_tokens - (role_tokens if shared_room is not None else 0),
+        context=context,
+    )
+    return TurnPrompt([SystemMessage(system), HumanMessage(user(context.rendered_turns))], share)

@@ -16,8 +16,7 @@ from ima import prompts
 from ima.core.settings import RunContext
 from ima.core.state import CallUsage, FinalOutput, State
 from ima.core.state import add_usage as _add
-from ima.method.agent_context import build_context
-from ima.method.prompting import cached_count, sections, system_prompt
+from ima.method.agent_context import build_question_prompt
 from ima.models import Models, json_constrained, limit_output
 from ima.models.calls import call_model
 from ima.tasks import Task
@@ -51,22 +50,12 @@ def make_documentation_node(task: Task, models: Models) -> Callable[..., dict[st
 
     def documentation(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         settings = runtime.context
-        system = system_prompt(task, role_id, state["brief"])
         ending = (
             "all agents accepted" if state["consensus"] else "turn cap reached without consensus"
         )
-
-        def user(turns: str) -> str:
-            return sections(None, turns) + prompts.render(
-                "documentation", ending=ending, finalizer=role_id
-            )
-
-        context = build_context(
-            fixed_tokens=cached_count(system) + cached_count(user("x")),
-            memory="",
-            transcript=state["transcript"],
-            budget=settings.token_budget,
-        )
+        question = prompts.render("documentation", ending=ending, finalizer=role_id)
+        prompt = build_question_prompt(task, role_id, state, settings, question)
+        system = prompt.messages[0].text  # the specification is asked with the same opening
         model = limit_output(models.agent(settings), DOCUMENT_TOKENS)
         usage: dict[str, dict[str, CallUsage]] = {}
 
@@ -76,11 +65,7 @@ def make_documentation_node(task: Task, models: Models) -> Callable[..., dict[st
             usage = _add(usage, {role_id: {"documentation": call_usage}})
             return text
 
-        design = call(
-            model,
-            [SystemMessage(system), HumanMessage(user(context.rendered_turns))],
-            {"ima_kind": "documentation"},
-        )
+        design = call(model, prompt.messages, {"ima_kind": "documentation"})
         spec_messages: list[Any] = [
             SystemMessage(system),
             HumanMessage(prompts.render("specification", schema=schema_text, design=design)),
