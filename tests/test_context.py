@@ -13,7 +13,13 @@ from langgraph.checkpoint.memory import InMemorySaver
 from ima.core.settings import RunContext
 from ima.core.tokens import count_tokens
 from ima.graph.builder import compile_graph
-from ima.method.agent_context import block_window, build_context, recent_turns, render_turn
+from ima.method.agent_context import (
+    WINDOW_BLOCK,
+    block_window,
+    build_context,
+    recent_turns,
+    render_turn,
+)
 
 
 def turn(index: int, speaker: str, words: int) -> dict[str, Any]:
@@ -175,7 +181,7 @@ def test_shared_layout_gives_every_speaker_the_same_task_and_turns_first(task):
         assert role < question
         if meta["ima_turn"] > 1:  # the recent turns come first, then the speaker's parts
             first, last = share["history_turns"]
-            assert last == meta["ima_turn"] - 1 and (first - 1) % 3 == 0
+            assert last == meta["ima_turn"] - 1 and (first - 1) % WINDOW_BLOCK == 0
             assert human.content.startswith(f"Meeting notes so far (oldest first):\n[{first}] ")
             assert human.content.index(f"[{last}] ") < role
             starts.append(first)

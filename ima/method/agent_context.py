@@ -54,9 +54,9 @@ def recent_turns(transcript: Sequence[Turn], budget: int) -> list[Turn]:
 
 
 # Turns the shared layout's window drops at a time once the conversation outgrows it: its
-# first turn is always a multiple of this (1-based: turns 1, 4, 7, ...), so the prefix is
+# first turn is always a multiple of this (1-based: turns 1, 5, 9, ...), so the prefix is
 # stable for about this many turns.
-WINDOW_BLOCK = 3
+WINDOW_BLOCK = 4
 
 
 # The shared layout reserves the largest memory in steps of this many tokens.
