@@ -225,3 +225,30 @@ def test_in_the_shared_layout_the_documentation_prompt_extends_the_last_turns(ta
     last = out["transcript"][-1]
     assert f"[{last['index']}] {last['speaker']}:" in user.content.split("# Your role", 1)[0]
     assert "You are Documentation Joining Agent (DJE)" in user.content
+
+
+def test_in_the_shared_layout_memory_updates_open_with_what_every_agent_shares(task):
+    """Shared layout: every memory update opens with the task (the system message of every
+    call) and the same request and template; the agent's role, memory and own latest turn
+    come after, so a prefix cache serves even an agent's first update."""
+    for mode in ("rewrite", "edit"):
+        recorder = PromptRecorder()
+        graph = compile_graph(task, "intrinsic", checkpointer=InMemorySaver())
+        out = graph.invoke(
+            {},
+            {"configurable": {"thread_id": mode}, "callbacks": [recorder]},
+            context=RunContext(
+                model="scripted", turn_cap=10, prompt_layout="shared", memory_update=mode
+            ),
+        )
+        updates = recorder.of_kind("memory_update")
+        turn_system = recorder.of_kind("agent_turn")[0][1][0].content
+        assert {system.content for _, (system, _) in updates} == {turn_system}
+        openings = {human.content.split("# Your role", 1)[0] for _, (_, human) in updates[:8]}
+        assert len(openings) == 1, "the same request for every agent's first update"
+        for meta, (_, human) in updates:
+            own = out["transcript"][meta["ima_turn"] - 1]
+            role = human.content.split("# Your role", 1)[1]
+            assert f"({meta['ima_role']})" in role.split("\n", 2)[1]
+            assert own["content"] in role
+        assert all(slot["text"] for slot in out["memories"].values() if slot["version"])

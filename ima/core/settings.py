@@ -121,9 +121,10 @@ class RunContext(BaseSettings):
     )
     memory_prompt: MemoryPromptLayout = Field(
         "lean",
-        description="What a memory update is shown: lean (the role, template, memory so far "
-        "and latest turn) or full (also the whole task, like the agent's own turn: more "
-        "tokens, but a prefix-caching backend skips the shared part).",
+        description="What a memory update is shown in the paper prompt layout: lean (the "
+        "role, template, memory so far and latest turn) or full (also the whole task, like "
+        "the agent's own turn). In the shared layout an update opens with the task and the "
+        "request, the same for every agent, then the role, memory and latest turn.",
     )
     memory_concurrency: int = Field(
         0,
