@@ -112,6 +112,7 @@ def test_baseline_context_has_no_memory_but_same_budget(task):
 
 
 def test_a_memory_update_sees_its_own_turn_and_the_task_only_in_the_full_layout(task):
+    """In the paper prompt layout (the shared one always opens with the task)."""
     brief = task.description.strip()[:200]
     for layout, shows_task in (("lean", False), ("full", True)):
         recorder = PromptRecorder()
@@ -119,7 +120,9 @@ def test_a_memory_update_sees_its_own_turn_and_the_task_only_in_the_full_layout(
         out = graph.invoke(
             {},
             {"configurable": {"thread_id": layout}, "callbacks": [recorder]},
-            context=RunContext(model="scripted", turn_cap=4, memory_prompt=layout),
+            context=RunContext(
+                model="scripted", turn_cap=4, memory_prompt=layout, prompt_layout="paper"
+            ),
         )
         updates = recorder.of_kind("memory_update")
         assert len(updates) == len(out["transcript"]) == 4

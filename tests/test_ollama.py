@@ -25,7 +25,10 @@ def meeting_responder(messages: list[dict[str, Any]], request: dict[str, Any]) -
         return "**Accept.** The design meets my requirements."
     if "What design did the agents agree on?" in prompt:
         return "## Summary\nAgreed.\n\n## High-level plan\n1. Build.\n\n## Resource estimates\nOK."
-    role = re.search(r"You are .*? \((\w+)\)", messages[0]["content"]).group(1)
+    found = re.search(
+        r"# Your role\nYou are .*? \((\w+)\)", "\n".join(m["content"] for m in messages)
+    )
+    role = found.group(1) if found else "The finaliser"
     return f"{role} proposes a managed EU pipeline within budget."
 
 

@@ -102,7 +102,7 @@ class RunContext(BaseSettings):
     )
     max_turn_words: int = Field(80, ge=1, description="Word limit asked of each agent turn.")
     prompt_layout: PromptLayout = Field(
-        "paper",
+        "shared",
         description="Order of an agent's prompt: paper (task and role, memory, recent turns, "
         "question) or shared (task and recent turns first, the same for every agent, then "
         "role, memory and question; old turns leave in blocks), which a prefix-caching "

@@ -130,6 +130,8 @@ def build_context(
         turns = recent_turns(transcript, history_room)
     else:
         turns = block_window(transcript, min(history_room, max(shared_room, 0)))
+        if not turns:  # a budget too small to share any turn: the speaker's own room
+            turns = block_window(transcript, history_room)
     total = fixed_tokens + memory_tokens + sum(t["tokens"] for t in turns)
     return Context(memory=memory, turns=turns, tokens=total, memory_tokens=memory_tokens)
 

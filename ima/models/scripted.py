@@ -98,7 +98,7 @@ class ScriptedChatModel(BaseChatModel):
 
     @staticmethod
     def _role(prompt: str) -> str:
-        found = re.search(r"You are .*? \((\w+)\), one of the agents", prompt)
+        found = re.search(r"# Your role\nYou are .*? \((\w+)\)", prompt)
         return found.group(1) if found else "AGENT"
 
     def _point(self, prompt: str) -> str:
