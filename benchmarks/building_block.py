@@ -82,12 +82,12 @@ def writer_critic_prompts(turns: int, budget: int) -> tuple[list[int], list[int]
     return sizes.agent, whole
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=200, help="writer/critic turns")
     parser.add_argument("--budget", type=int, default=400, help="context budget in tokens")
     parser.add_argument("--repeats", type=int, default=5, help="fresh interpreters per import")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     print("1. lines added for intrinsic memory")
     for example, per in (("writer_critic.py", 2), ("supervisor.py", 2)):

@@ -75,11 +75,8 @@ def run_at_once(
                 "stderr": stderr.strip()[-2000:],
             }
         )
-    registry = RunRegistry(db)
-    try:
+    with RunRegistry(db) as registry:
         records = {r.thread_id: r for r in registry.all()}
-    finally:
-        registry.close()
     statuses = {
         f"run-{k}": getattr(records.get(f"run-{k}"), "status", None) for k in range(processes)
     }

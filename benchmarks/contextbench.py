@@ -11,13 +11,11 @@ from collections.abc import Callable
 from typing import Any
 
 from ima.core.settings import RunContext
-from ima.core.state import CallUsage, Turn
+from ima.core.state import Turn, zero_usage
 from ima.core.tokens import count_tokens
 from ima.method.agent_context import build_context, build_turn_prompt, render_turn
 from ima.method.schedule import initial_position
 from ima.tasks import Task
-
-_NO_USAGE = CallUsage(input_tokens=0, output_tokens=0, calls=0, seconds=0.0, estimated_calls=0)
 
 
 def synthetic_transcript(task: Task, length: int, seed: int = 0) -> list[Turn]:
@@ -38,7 +36,7 @@ def synthetic_transcript(task: Task, length: int, seed: int = 0) -> list[Turn]:
                 content=content,
                 flags=[],
                 tokens=count_tokens(render_turn(i, speaker, content)),
-                usage=_NO_USAGE,
+                usage=zero_usage(),
             )
         )
     return transcript

@@ -7,8 +7,9 @@
         --order shuffled
     python -m benchmarks.embedded_replay compare fresh.jsonl mixed.jsonl
 
-`record` runs `ima run` (arguments after `--`) and writes every embedded-model call: its
-messages, call metadata, output and token counts. `replay` runs the recorded agent turns and
+`record` runs `ima run` (arguments after `--`) and writes every model call (the embedded
+model's, or the scripted model's for a quick look at the format): its messages, call
+metadata, output and token counts. `replay` runs the recorded agent turns and
 memory updates again with the same limits: `fresh` evaluates every prompt from scratch in
 the recorded order; `recorded` and `shuffled` reuse the prompt cache as a run does, in the
 recorded or a shuffled order. `--unaligned` reuses any common prefix, not only whole
@@ -37,12 +38,8 @@ from ima.models import llamacpp
 MAX_TOKENS = {"agent_turn": 160, "memory_update": 200}
 
 
-def record(path: Path, ima_args: list[str]) -> int:
-    """Run `ima run` with `ima_args`, appending each embedded call to `path`."""
-    from ima.graph.cli import main
-
-    out = path.open("w")
-    generate = llamacpp.EmbeddedChatModel._generate
+def _recording(generate: Any, out: Any) -> Any:
+    """`generate` (a chat model's `_generate`), writing each call to `out` as it returns."""
 
     def recording(
         self: Any, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
@@ -52,7 +49,7 @@ def record(path: Path, ima_args: list[str]) -> int:
         labels = run_manager.metadata if run_manager else {}
         line = {
             "meta": {k: v for k, v in labels.items() if k.startswith("ima_")},
-            "max_tokens": kw.get("max_tokens", self.max_tokens),
+            "max_tokens": kw.get("max_tokens", getattr(self, "max_tokens", None)),
             "messages": [{"type": m.type, "content": m.text} for m in messages],
             "output": reply.content,
             "usage": reply.usage_metadata,
@@ -61,13 +58,24 @@ def record(path: Path, ima_args: list[str]) -> int:
         out.flush()
         return result
 
-    llamacpp.EmbeddedChatModel._generate = recording  # type: ignore[method-assign]
-    sys.argv = ["ima", "run", *ima_args]
-    try:
-        main()
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    return 0
+    return recording
+
+
+def record(path: Path, ima_args: list[str]) -> int:
+    """Run `ima run` with `ima_args` in this process, writing each model call to `path`."""
+    from ima.cli.app import run_command
+    from ima.models.scripted import ScriptedChatModel
+
+    with path.open("w") as out:
+        patched = (llamacpp.EmbeddedChatModel, ScriptedChatModel)
+        originals = [cls._generate for cls in patched]
+        for cls, generate in zip(patched, originals, strict=True):
+            cls._generate = _recording(generate, out)  # type: ignore[method-assign]
+        try:
+            return run_command(["run", *ima_args])
+        finally:
+            for cls, generate in zip(patched, originals, strict=True):
+                cls._generate = generate  # type: ignore[method-assign]
 
 
 def replay(calls_path: Path, out_path: Path, order: str, seed: int, unaligned: bool) -> None:
@@ -143,7 +151,7 @@ def compare(a_path: Path, b_path: Path) -> None:
             )
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     rec = commands.add_parser("record", help="run `ima run ARGS` and record its model calls")
@@ -158,7 +166,7 @@ def main() -> int:
     cmp = commands.add_parser("compare", help="count differing outputs of two replays")
     cmp.add_argument("a", type=Path)
     cmp.add_argument("b", type=Path)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.command == "record":
         return record(args.calls, [a for a in args.ima_args if a != "--"])
     if args.command == "replay":

@@ -1,17 +1,26 @@
 """Whole design meetings on the embedded model, one per variant, compared in one invocation.
 
-A variant is a set of `ima run` flags: today's prompt layout (`paper`) against the shared
-one, each with rewrite and edit memory. Every variant runs in a fresh process, one after the
-other (never two llama.cpp processes at once), on the same model, seed 0, temperature 0 and
-defaults, with long-term memory off. Printed per variant: wall time, turns, generated tokens
-and prompt tokens evaluated (not served from the prompt cache) and cached, per call kind, the
-final design's content metrics (`ima show`), then each row's ratio to the first variant.
-`--repeat NAME` runs that variant once more and says whether every output (turns, memories,
-the final design and specification) is the same.
+A variant is a set of `ima run` flags, optionally run on the code of an earlier commit (a
+temporary `git worktree` of it, imported through PYTHONPATH with this checkout's venv; the
+path `ima` was imported from is printed, so the old code is seen to run). Every variant runs
+in a fresh process, one after the other (never two llama.cpp processes at once), on the same
+model, seed 0, temperature 0 and defaults, with long-term memory off. Printed per variant:
+wall time, generated tokens and prompt tokens (evaluated anew and served from the prompt cache)
+by call kind, memory-update answers that reached the output cap and memories stored cut off,
+repairs, mean retention of the task's key figures and requirements at the end and over the
+run (`ima.method.memory_quality`), and the content metrics of the final design; then each
+numeric row's ratio to the first variant. All metrics are computed here, by the current code,
+from each run's state as its own code wrote it.
 
-    python -m benchmarks.embedded_run                                   # 4 meetings, 8-20 min each
+    python -m benchmarks.embedded_run                       # the 4 layout variants (8-20 min each)
     python -m benchmarks.embedded_run --variants paper-edit,shared-edit --repeat shared-edit
-    python -m benchmarks.embedded_run --turn-cap 6 --model scripted     # a quick check
+    python -m benchmarks.embedded_run --variants "rewrite (today),shared-rewrite"
+    python -m benchmarks.embedded_run --save results.json   # the figures as JSON too
+    python -m benchmarks.embedded_run --model scripted      # a quick check of the benchmark
+
+`--repeat NAME` runs that variant once more, in a fresh process, and says whether every
+output (turns, every memory version, the final design and specification) is the same. To
+compare something else, add a `Variant` to VARIANTS.
 """
 
 from __future__ import annotations
@@ -23,98 +32,236 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-VARIANTS: dict[str, tuple[str, ...]] = {
-    "paper-rewrite": ("--prompt-layout", "paper", "--memory-update", "rewrite"),
-    "shared-rewrite": ("--prompt-layout", "shared", "--memory-update", "rewrite"),
-    "paper-edit": ("--prompt-layout", "paper", "--memory-update", "edit"),
-    "shared-edit": ("--prompt-layout", "shared", "--memory-update", "edit"),
-}
-KINDS = ("agent_turn", "memory_update", "documentation")
 
 
-def ima(*args: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Variant:
+    """One run: its name, its `ima run` flags, and the commit whose code runs it (None: this
+    checkout)."""
+
+    name: str
+    flags: tuple[str, ...] = ()
+    commit: str | None = None
+
+
+VARIANTS = (
+    # The code before bounded memory: free-text rewrites capped at 2 x 100 words' tokens.
+    Variant("rewrite (today)", commit="a82f781"),
+    # The paper's prompt layout against the shared one, with each way of updating memory.
+    Variant("paper-rewrite", ("--prompt-layout", "paper", "--memory-update", "rewrite")),
+    Variant("shared-rewrite", ("--prompt-layout", "shared", "--memory-update", "rewrite")),
+    Variant("paper-edit", ("--prompt-layout", "paper", "--memory-update", "edit")),
+    Variant("shared-edit", ("--prompt-layout", "shared", "--memory-update", "edit")),
+)
+DEFAULT = tuple(v.name for v in VARIANTS if not v.commit)
+KINDS = ("agent_turn", "memory_update", "template_generation", "documentation")
+
+# Run in the variant's own code: its state as that code stored it.
+DUMP = """
+import json, sys
+import ima
+from ima.runs.registry import RunRegistry
+from ima.runs.runner import load_state
+registry = RunRegistry(sys.argv[1])
+record = registry.get(sys.argv[2])
+registry.close()
+values = load_state(record, sys.argv[1])
+keys = ("memory_log", "templates", "final", "transcript", "brief")
+print(json.dumps({"ima": ima.__file__, **{k: values.get(k) for k in keys}}, default=str))
+"""
+
+
+def environment(source: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("IMA_")}
-    env["IMA_CONFIG"] = os.devnull
-    command = [sys.executable, "-m", "ima", *args]
-    proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    return env | {"IMA_CONFIG": os.devnull, "PYTHONPATH": str(source)}
+
+
+def python(source: Path, *args: str) -> str:
+    """Run this venv's Python on `source`'s code (its folder first on the path); stdout."""
+    proc = subprocess.run(
+        [sys.executable, *args],
+        cwd=source,
+        env=environment(source),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if proc.returncode != 0:
-        raise SystemExit(f"`ima {' '.join(args)}` failed:\n{proc.stderr[-2000:]}")
-    return json.loads(proc.stdout)
+        raise SystemExit(f"`python {' '.join(args[:4])}` failed:\n{proc.stderr[-2000:]}")
+    return proc.stdout
 
 
-def run(thread: str, flags: tuple[str, ...], tmp: Path, turn_cap: int | None, model: str) -> dict:
-    """The run record, with what `ima show` gives (outputs and content metrics)."""
-    db = ["--db", str(tmp / "ima.sqlite")]
-    args = ["run", "--no-long-term", "--json", "--seed", "0", "--thread", thread, *db]
-    args += ["--out", str(tmp / "runs"), "--model", model, *flags]
-    record = ima(*args, *(["--turn-cap", str(turn_cap)] if turn_cap else []))
-    return record | {"show": ima("show", thread, "--json", *db)}
+def run(
+    variant: Variant, source: Path, tmp: Path, turn_cap: int | None, model: str
+) -> dict[str, Any]:
+    """The variant's run record, its state (as its code stored it) and its code's path."""
+    thread = "".join(c if c.isalnum() else "-" for c in variant.name).strip("-")
+    db = str(tmp / f"{thread}.sqlite")
+    args = ["run", "--no-long-term", "--json", "--seed", "0", "--thread", thread, "--db", db]
+    args += ["--out", str(tmp / "runs"), "--model", model, *variant.flags]
+    args += ["--turn-cap", str(turn_cap)] if turn_cap else []
+    record = json.loads(python(source, "-m", "ima", *args))
+    state = json.loads(python(source, "-c", DUMP, db, thread))
+    if not Path(state["ima"]).resolve().is_relative_to(source.resolve()):
+        raise SystemExit(f"{variant.name}: ran {state['ima']}, not the code in {source}")
+    prompts = [
+        p.read_text(encoding="utf-8") for p in sorted(source.glob("ima/prompts/memory_*.md"))
+    ]
+    return {"record": record, "state": state, "memory_prompts": prompts}
 
 
-def outputs(result: dict[str, Any]) -> Any:
-    """Everything the model wrote: turns, memories, the final design and specification."""
-    show = result["show"]
-    final = show.get("final") or {}
+def model_outputs(state: dict[str, Any]) -> Any:
+    """Everything the model wrote in a run: turns, memory versions, design, specification."""
+    final = state.get("final") or {}
     return (
-        [t["content"] for t in show["transcript"]],
-        {role: m["text"] for role, m in show["memories"].items()},
+        [t["content"] for t in state.get("transcript") or []],
+        [e["text"] for e in state.get("memory_log") or []],
         final.get("markdown"),
         final.get("spec"),
     )
 
 
-def evaluated(usage: dict[str, Any]) -> int:
-    return usage.get("input_tokens", 0) - usage.get("cached_tokens", 0)
+def answers_at_cap(record: dict[str, Any], log: list[dict[str, Any]]) -> tuple[int, int]:
+    """Memory-update answers that stopped at the output cap, and memories stored cut off:
+    code that records repairs stores a cut answer only after repairing it (its complete
+    sections kept, the rest carried over); older code stored every answer as it came."""
+    settings = record.get("settings") or {}
+    cap = 2 * settings["max_memory_words"] if "max_memory_words" in settings else None
+    at_cap = stored = 0
+    for entry in log:
+        if not entry.get("version"):
+            continue
+        output = (entry.get("usage") or {}).get("output_tokens", 0)
+        cut = entry["cut_off"] if "cut_off" in entry else bool(cap and output >= cap)
+        repaired = entry.get("repairs") or {}
+        at_cap += cut
+        stored += cut and not (repaired.get("carried_sections") or repaired.get("unusable"))
+    return at_cap, stored
 
 
-def _figures(text: str) -> int:
-    return int(str(text).split("/")[0])
+def measure(result: dict[str, Any]) -> dict[str, Any]:
+    """Every printed figure of one variant's run."""
+    from ima.evals.content import content_metrics
+    from ima.evals.coverage import evidence_coverage
+    from ima.method.memory_quality import (
+        memory_prompt_sources,
+        repair_totals,
+        retention_by_agent,
+        retention_summary,
+    )
+    from ima.tasks import load_task
+
+    record, state = result["record"], result["state"]
+    task = load_task(record["task"]["id"])
+    log = state.get("memory_log") or []
+    templates = state.get("templates") or {}
+    sources = memory_prompt_sources(templates.values(), result["memory_prompts"])
+    retention = retention_summary(retention_by_agent(task, log, templates, sources))
+    final = state.get("final") or {}
+    design, spec = final.get("markdown", ""), final.get("spec")
+    content = content_metrics(
+        task,
+        design=design,
+        spec=spec,
+        turns=state.get("transcript") or [],
+        brief=state.get("brief"),
+        templates=templates,
+    )
+    at_cap, stored = answers_at_cap(record, log)
+    usage = record["usage"]
+    figures = {
+        "wall_seconds": record["wall_seconds"],
+        "turns": record["turns"],
+        "generated": usage["total"]["output_tokens"],
+        "evaluated": usage["total"]["input_tokens"] - usage["total"].get("cached_tokens", 0),
+        "cached": usage["total"].get("cached_tokens", 0),
+        "memory_updates": sum(1 for e in log if e.get("version")),
+        "answers_at_cap": at_cap,
+        "stored_cut_off": stored,
+        "repairs": repair_totals(log),
+        "retention_end": _pct(retention["end"]),
+        "retention_over_run": _pct(retention["over_run"]),
+        "memory_parroting": _pct(retention["parroting"]),
+        "figures_in_design": len(content["grounding"]["in_design"]),
+        "figures_in_spec": len(content["grounding"]["in_spec"]),
+        "coverage": _pct(evidence_coverage(task, design, spec)["score"]),
+        "parroting_design": _pct(content["parroting"]["design"]),
+        "design_bytes": len(design.encode()),
+        "design_missing": final.get("missing", []),
+        "spec_valid": bool(final.get("valid")),
+        "status": record["status"],
+    }
+    for kind in KINDS:
+        u = usage["by_kind"].get(kind) or {}
+        figures[f"generated {kind}"] = u.get("output_tokens", 0)
+        figures[f"evaluated {kind}"] = u.get("input_tokens", 0) - u.get("cached_tokens", 0)
+        figures[f"cached {kind}"] = u.get("cached_tokens", 0)
+        figures[f"seconds {kind}"] = u.get("seconds", 0.0)
+    return figures
 
 
-Row = tuple[str, Callable[[dict[str, Any]], float], str]
+def _pct(value: float | None) -> float | None:
+    return None if value is None else 100 * value
+
+
+Row = tuple[str, Callable[[dict[str, Any]], Any], str]
 
 
 def rows() -> list[Row]:
-    def kind(r: dict[str, Any], k: str) -> dict[str, Any]:
-        return r["usage"]["by_kind"].get(k) or {}
-
+    """Label, value, format of every printed row."""
     out: list[Row] = [
-        ("wall time (s)", lambda r: r["wall_seconds"], ",.0f"),
-        ("turns", lambda r: r["turns"], ",.0f"),
-        ("generated tokens", lambda r: r["usage"]["total"]["output_tokens"], ",.0f"),
+        ("wall time (s)", lambda f: f["wall_seconds"], ",.0f"),
+        ("turns", lambda f: f["turns"], ",.0f"),
+        ("generated tokens", lambda f: f["generated"], ",.0f"),
     ]
-    out += [(f"  {k}", lambda r, k=k: kind(r, k).get("output_tokens", 0), ",.0f") for k in KINDS]
-    out += [("prompt tokens evaluated", lambda r: evaluated(r["usage"]["total"]), ",.0f")]
-    out += [(f"  {k}", lambda r, k=k: evaluated(kind(r, k)), ",.0f") for k in KINDS]
-    out += [("prompt tokens cached", lambda r: r["usage"]["total"].get("cached_tokens", 0), ",.0f")]
-    out += [(f"  {k}", lambda r, k=k: kind(r, k).get("cached_tokens", 0), ",.0f") for k in KINDS]
-    out += [(f"seconds {k}", lambda r, k=k: kind(r, k).get("seconds", 0.0), ",.0f") for k in KINDS]
-    content = lambda r: r["show"]["content"]  # noqa: E731
+    out += [(f"  {k}", lambda f, k=k: f[f"generated {k}"], ",.0f") for k in KINDS]
+    out += [("prompt tokens evaluated", lambda f: f["evaluated"], ",.0f")]
+    out += [(f"  {k}", lambda f, k=k: f[f"evaluated {k}"], ",.0f") for k in KINDS]
+    out += [("prompt tokens cached", lambda f: f["cached"], ",.0f")]
+    out += [(f"  {k}", lambda f, k=k: f[f"cached {k}"], ",.0f") for k in KINDS]
+    out += [(f"seconds {k}", lambda f, k=k: f[f"seconds {k}"], ",.0f") for k in KINDS]
     out += [
-        ("design: figures stated", lambda r: _figures(content(r)["figures_in_design"]), ",.0f"),
-        ("spec: figures stated", lambda r: _figures(content(r)["figures_in_spec"]), ",.0f"),
-        ("turns parroting (%)", lambda r: content(r)["parroting_turns_pct"] or 0.0, ",.1f"),
-        ("design parroting (%)", lambda r: content(r)["parroting_design_pct"] or 0.0, ",.1f"),
-        ("turns repeating (%)", lambda r: content(r)["repetition_turns_pct"] or 0.0, ",.1f"),
+        ("memory updates", lambda f: f["memory_updates"], ",.0f"),
+        ("  answers at the output cap", lambda f: f["answers_at_cap"], ",.0f"),
+        ("  memories stored cut off", lambda f: f["stored_cut_off"], ",.0f"),
+        ("  sections carried over", lambda f: f["repairs"]["carried_sections"], ",.0f"),
+        ("  notes shortened", lambda f: f["repairs"]["shortened_notes"], ",.0f"),
+        ("  notes dropped", lambda f: f["repairs"]["dropped_notes"], ",.0f"),
+        ("  malformed edits", lambda f: f["repairs"]["malformed_edits"], ",.0f"),
+        ("  unusable answers", lambda f: f["repairs"]["unusable"], ",.0f"),
+        ("retention at the end (%)", lambda f: f["retention_end"], ",.1f"),
+        ("retention over the run (%)", lambda f: f["retention_over_run"], ",.1f"),
+        ("memory parroting prompt (%)", lambda f: f["memory_parroting"], ",.1f"),
+        ("design: figures stated", lambda f: f["figures_in_design"], ",.0f"),
+        ("spec: figures stated", lambda f: f["figures_in_spec"], ",.0f"),
+        ("requirement coverage (%)", lambda f: f["coverage"], ",.1f"),
+        ("design parroting (%)", lambda f: f["parroting_design"], ",.1f"),
+        ("design.md bytes", lambda f: f["design_bytes"], ",.0f"),
     ]
     return out
 
 
-def table(names: list[str], results: list[dict[str, Any]]) -> str:
+def table(names: list[str], figures: list[dict[str, Any]]) -> str:
     """Values per variant (numbered), then each one's ratio to the first ("2/1")."""
     width = max(14, *(len(n) + 5 for n in names))
-    head = f"{'':26}" + "".join(f"{f'{i}. {n}':>{width}}" for i, n in enumerate(names, 1))
-    lines = [head + "".join(f"{f'{i}/1':>7}" for i in range(2, len(names) + 1))]
+    head = f"{'':30}" + "".join(f"{f'{i}. {n}':>{width}}" for i, n in enumerate(names, 1))
+    head += "".join(f"{f'{i}/1':>8}" for i in range(2, len(names) + 1))
+    lines = [head]
     for label, get, fmt in rows():
-        values = [get(r) for r in results]
-        cells = "".join(f"{format(v, fmt):>{width}}" for v in values)
-        cells += "".join(f"{v / values[0]:>7.2f}" if values[0] else f"{'':>7}" for v in values[1:])
-        lines.append(f"{label:26}{cells}")
-    lines.append(f"{'status':26}" + "".join(f"{r['status']:>{width}}" for r in results))
+        values = [get(f) for f in figures]
+        cells = "".join(f"{'n/a' if v is None else format(v, fmt):>{width}}" for v in values)
+        first = values[0]
+        for v in values[1:]:
+            ratio = v / first if first and v is not None else None
+            cells += f"{'' if ratio is None else f'{ratio:.2f}':>8}"
+        lines.append(f"{label:30}{cells}")
+    for key in ("status", "spec_valid", "design_missing"):
+        lines.append(f"{key:30}" + "".join(f"{f[key]!s:>{width}}" for f in figures))
     return "\n".join(lines)
 
 
@@ -122,34 +269,66 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.embedded_run")
     parser.add_argument("--turn-cap", type=int, help="shorter runs (default: whole meetings)")
     parser.add_argument(
-        "--variants", help=f"comma-separated names (default: all: {', '.join(VARIANTS)})"
+        "--variants",
+        help=f"comma-separated names to run, of: {', '.join(v.name for v in VARIANTS)} "
+        f"(default: {', '.join(DEFAULT)})",
     )
     parser.add_argument("--repeat", help="run this variant again and compare every output")
-    parser.add_argument("--model", default="embedded", help="model of every run")
-    parser.add_argument("--save", type=Path, help="also write every run record to this file")
-    args = parser.parse_args(argv)
-    names = list(VARIANTS)
-    if args.variants:
-        names = [n.strip() for n in args.variants.split(",")]
-    unknown = [n for n in [*names, *([args.repeat] if args.repeat else [])] if n not in VARIANTS]
-    if unknown:
-        parser.error(f"unknown variant {unknown[0]!r}: use {', '.join(VARIANTS)}")
-    runs = [(n, n) for n in names] + (
-        [(f"{args.repeat} (again)", args.repeat)] if args.repeat else []
+    parser.add_argument("--save", type=Path, help="also write every figure to this JSON file")
+    parser.add_argument(
+        "--model", default="embedded", help="model of every run (scripted: a quick check)"
     )
-    results = []
-    with tempfile.TemporaryDirectory(prefix="ima-embedded-") as tmp:
-        for i, (label, name) in enumerate(runs):
-            print(f"{label}: {' '.join(VARIANTS[name])}", file=sys.stderr, flush=True)
-            results.append(run(f"v{i}", VARIANTS[name], Path(tmp), args.turn_cap, args.model))
-    print(table([label for label, _ in runs], results))
+    args = parser.parse_args(argv)
+    wanted = [w.strip() for w in args.variants.split(",")] if args.variants else list(DEFAULT)
+    unknown = [
+        w for w in [*wanted, args.repeat or DEFAULT[0]] if w not in {v.name for v in VARIANTS}
+    ]
+    if unknown:
+        parser.error(f"unknown variant {unknown[0]!r}")
+    chosen = [v for v in VARIANTS if v.name in wanted]
     if args.repeat:
-        first = results[[label for label, _ in runs].index(args.repeat)]
-        same = outputs(first) == outputs(results[-1])
+        again = next(v for v in VARIANTS if v.name == args.repeat)
+        chosen.append(Variant(f"{again.name} again", again.flags, again.commit))
+    outputs: list[Any] = []
+    figures: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="ima-embedded-") as tmp:
+        for variant in chosen:
+            source = ROOT
+            if variant.commit:
+                source = Path(tmp) / f"src-{variant.commit}"
+                subprocess.run(
+                    ["git", "worktree", "add", "--detach", str(source), variant.commit],
+                    cwd=ROOT,
+                    check=True,
+                    capture_output=True,
+                )
+            try:
+                result = run(variant, source, Path(tmp), args.turn_cap, args.model)
+            finally:
+                if variant.commit:
+                    subprocess.run(
+                        ["git", "worktree", "remove", "--force", str(source)],
+                        cwd=ROOT,
+                        check=False,
+                        capture_output=True,
+                    )
+            print(
+                f"{variant.name}: {' '.join(variant.flags) or 'defaults'}, ima from "
+                f"{result['state']['ima']}",
+                file=sys.stderr,
+            )
+            figures.append(
+                {"variant": variant.name, "flags": list(variant.flags), "commit": variant.commit}
+                | measure(result)
+            )
+            outputs.append(model_outputs(result["state"]))
+    print(table([v.name for v in chosen], figures))
+    if args.repeat:
+        same = outputs[-1] == outputs[[v.name for v in chosen].index(args.repeat)]
+        figures[-1]["outputs_identical"] = same
         print(f"{args.repeat} run twice: outputs {'identical' if same else 'DIFFERENT'}")
     if args.save:
-        saved = [{"variant": label} | r for (label, _), r in zip(runs, results, strict=True)]
-        args.save.write_text(json.dumps(saved, indent=2) + "\n", encoding="utf-8")
+        args.save.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
     return 0
 
 

@@ -21,7 +21,7 @@ from ima.core.tokens import count_tokens
 from ima.graph.builder import compile_graph
 from ima.models import agent_model
 from ima.runs import checkpoints
-from ima.runs.checkpoints import open_checkpointer
+from ima.runs.database import open_database
 from ima.tasks import load_task
 
 MODEL = "scripted:reject_rounds=100000"  # the reviewer rejects every vote: no consensus
@@ -74,7 +74,7 @@ def run_graph(variant: str, turns: int, budget: int = 2048) -> dict[str, Any]:
     )
     with tempfile.TemporaryDirectory(prefix="ima-bench-") as tmp:
         db = Path(tmp) / "bench.sqlite"
-        with open_checkpointer(db) as saver:
+        with open_database(db).checkpointer() as saver:
             if variant == "naive":
                 from benchmarks.naive import compile_naive_graph
 

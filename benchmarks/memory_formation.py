@@ -9,6 +9,7 @@ two is compared.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import time
@@ -75,11 +76,20 @@ def measure(turns: int = 16, latency: float = 0.25, parallel: int = 2) -> dict[s
     }
 
 
-if __name__ == "__main__":
-    figures = measure()
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.memory_formation")
+    parser.add_argument("--turns", type=int, default=16)
+    parser.add_argument("--latency", type=float, default=0.25, help="seconds per call")
+    parser.add_argument("--parallel", type=int, default=2, help="calls the server runs at once")
+    args = parser.parse_args(argv)
+    figures = measure(args.turns, args.latency, args.parallel)
     for run in figures["runs"]:
         print(
             f"memory_concurrency {run['concurrency']}: {run['turns']} turns, "
             f"{run['seconds_per_turn']:.3f} s per turn"
         )
     print(f"concurrent / sequential wall time per turn: {figures['ratio']:.2f} (target <= 0.6)")
+
+
+if __name__ == "__main__":
+    main()

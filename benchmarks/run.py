@@ -2,7 +2,8 @@
 
 Every figure is printed beside a naive reference measured in the same run, with the ratio,
 and each target as a PASS/FAIL line. `--quick` runs 50 and 200 turns instead of 50, 200
-and 1,000. Nothing here asserts: `--strict` makes the exit code 1 when a target fails.
+and 1,000; `--tiny` runs every figure on tiny inputs (it checks the benchmark runs, not the
+targets). Nothing here asserts: `--strict` makes the exit code 1 when a target fails.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ FULL_TURNS = (50, 200, 1000)
 QUICK_TURNS = (50, 200)
 VARIANTS = ("ours", "naive")
 CONTEXT_LENGTHS = (100, 1000, 10000)
+# --tiny: every figure on inputs small enough for the test suite (seconds, no verdict holds)
+TINY = {"turns": (4, 8), "context": (10, 20, 40), "processes": 2, "turn_cap": 4, "formation": 4}
 TIME_TARGET = 1.5  # per-turn time at the longest run against 50 turns
 STORAGE_TARGET = 3.0  # checkpoint bytes against raw transcript + memory bytes
 CONTEXT_TARGET = 1.5  # construction time at the longest history against the shortest
@@ -64,10 +67,13 @@ def graph_run(variant: str, turns: int, budget: int) -> dict[str, Any]:
 
 
 def sqlite_settings() -> str:
-    """The pragmas `open_checkpointer` really sets."""
-    from ima.runs.checkpoints import open_checkpointer
+    """The pragmas the runs database's checkpointer really sets."""
+    from ima.runs.database import open_database
 
-    with tempfile.TemporaryDirectory() as tmp, open_checkpointer(Path(tmp) / "p.sqlite") as saver:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        open_database(Path(tmp) / "p.sqlite").checkpointer() as saver,
+    ):
         conn = saver.conn
         mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
         sync = conn.execute("PRAGMA synchronous").fetchone()[0]
@@ -439,6 +445,7 @@ def figure_formation(formation: dict[str, Any], verdicts: Verdicts) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="50 and 200 turns (not 1,000)")
+    parser.add_argument("--tiny", action="store_true", help="tiny inputs: does it all run?")
     parser.add_argument("--budget", type=int, default=2048, help="token budget (default 2048)")
     parser.add_argument("--json", type=Path, help="also write every figure to this JSON file")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target fails")
@@ -447,10 +454,11 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks import concurrency, contextbench, memory_formation
     from ima.tasks import load_task
 
-    sizes = QUICK_TURNS if args.quick else FULL_TURNS
+    sizes = TINY["turns"] if args.tiny else QUICK_TURNS if args.quick else FULL_TURNS
+    mode = "tiny" if args.tiny else "quick" if args.quick else "full"
     started = time.perf_counter()
     console.print(
-        f"[bold]ima benchmarks[/bold] ({'quick' if args.quick else 'full'}): Python "
+        f"[bold]ima benchmarks[/bold] ({mode}): Python "
         f"{platform.python_version()}, langgraph {version('langgraph')}, "
         f"langgraph-checkpoint-sqlite {version('langgraph-checkpoint-sqlite')}, SQLite "
         f"{sqlite3.sqlite_version} ({sqlite_settings()}), {os.cpu_count()} CPUs"
@@ -460,13 +468,20 @@ def main(argv: list[str] | None = None) -> int:
         for variant in VARIANTS:
             runs[(variant, n)] = graph_run(variant, n, args.budget)
     progress.print("[dim]· context construction ...[/dim]")
-    context_rows = contextbench.measure(
-        load_task("data-pipeline"), list(CONTEXT_LENGTHS), args.budget
-    )
+    lengths = TINY["context"] if args.tiny else CONTEXT_LENGTHS
+    context_rows = contextbench.measure(load_task("data-pipeline"), list(lengths), args.budget)
     progress.print("[dim]· concurrent runs ...[/dim]")
-    shared = concurrency.measure()
+    shared = (
+        concurrency.measure(TINY["processes"], TINY["turn_cap"])
+        if args.tiny
+        else concurrency.measure()
+    )
     progress.print("[dim]· memory formation on a fake server ...[/dim]")
-    formation = memory_formation.measure()
+    formation = (
+        memory_formation.measure(TINY["formation"], latency=0.02)
+        if args.tiny
+        else memory_formation.measure()
+    )
 
     verdicts = Verdicts()
     same = all(

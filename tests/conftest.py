@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -83,12 +84,14 @@ def run_graph(task: Task) -> Callable[..., dict[str, Any]]:
 
     def _run(
         memory_mode: str = "intrinsic",
-        model: str = "scripted",
+        model: str | BaseChatModel = "scripted",
         callbacks: list[BaseCallbackHandler] | None = None,
         **settings: Any,
     ) -> dict[str, Any]:
-        graph = compile_graph(task, memory_mode, checkpointer=InMemorySaver())  # type: ignore[arg-type]
-        context = RunContext(model=model, **settings)
+        """`model`: a spec the settings name, or a chat model given to the graph."""
+        given = model if isinstance(model, BaseChatModel) else None
+        graph = compile_graph(task, memory_mode, checkpointer=InMemorySaver(), model=given)  # type: ignore[arg-type]
+        context = RunContext(model="scripted" if given else model, **settings)
         config = {"configurable": {"thread_id": "t"}, "callbacks": callbacks or []}
         return graph.invoke({}, config, context=context)
 
@@ -133,7 +136,7 @@ def postgres_cluster():
 @pytest.fixture
 def pg_url(postgres_cluster) -> Iterator[str]:
     """The URL of a new, empty database on the private server."""
-    from ima.runs.database import close_pool
+    from ima.storage.postgres import close_pool
 
     url = postgres_cluster.new_database()
     yield url

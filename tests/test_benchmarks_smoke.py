@@ -169,3 +169,37 @@ def test_benchmark_smoke_tables_show_the_measured_rows(benchmark):
             str(r["kept_turns"]),
             f"{r['prompt_tokens']:,}",
         ]
+
+
+def test_embedded_run_compares_variants_on_their_own_code(tmp_path):
+    """`benchmarks.embedded_run` (here on the scripted model): every variant runs in its own
+    process, the "today" variant on the old commit's code, and each printed row is measured."""
+    from benchmarks.embedded_run import KINDS, VARIANTS
+
+    old = next(v.commit for v in VARIANTS if v.commit)
+    known = subprocess.run(["git", "cat-file", "-e", f"{old}^{{commit}}"], cwd=ROOT, check=False)
+    names = [v.name for v in VARIANTS if not v.commit or known.returncode == 0]
+    saved = tmp_path / "figures.json"
+    options = ["--model", "scripted", "--turn-cap", "6", "--save", str(saved)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.embedded_run", *options, "--variants", ",".join(names)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    figures = {f["variant"]: f for f in json.loads(saved.read_text())}
+    assert list(figures) == names
+    for variant in VARIANTS:
+        if variant.name not in figures:
+            continue
+        shown = f"{variant.name}: {' '.join(variant.flags) or 'defaults'}, ima from "
+        source = proc.stderr.split(shown, 1)[1].split("\n", 1)[0]
+        assert (f"src-{variant.commit}" in source) == bool(variant.commit), source
+        f = figures[variant.name]
+        assert f["turns"] == f["memory_updates"] == 6
+        assert f["generated"] == sum(f[f"generated {k}"] for k in KINDS)
+        assert f["stored_cut_off"] == 0 and f["retention_end"] is not None
+    row = next(line for line in proc.stdout.splitlines() if line.startswith("memory updates"))
+    assert row.split()[2:] == ["6"] * len(names) + ["1.00"] * (len(names) - 1), row

@@ -274,17 +274,3 @@ def test_the_reference_page_documents_every_public_name_as_the_code_does():
         text=True,
     )
     assert check.returncode == 0, check.stdout
-
-
-@pytest.mark.slow
-def test_the_building_block_benchmark_prints_its_figures():
-    out = subprocess.run(
-        [sys.executable, "-m", "benchmarks.building_block", "--turns", "20", "--repeats", "1"],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-    ).stdout
-    assert "writer_critic.py: 3 lines" in out and "supervisor.py: 3 lines" in out
-    assert re.search(r"the public API \(ima.__all__\)\s+[\d.]+ s\s+ratio [\d.]+x", out)
-    assert re.search(r"^\s+20\s+[\d,]+\s+[\d,]+$", out, re.M)  # the 20th call, both sizes

@@ -165,3 +165,34 @@ def test_unusable_database_path(cli, tmp_path):
     code, _, err = cli("run", "--model", "scripted", "--db", str(not_a_db))
     assert code == 2 and "cannot open database" in err
     assert not_a_db.read_bytes() == b"this is not sqlite" * 100  # nothing corrupted
+
+
+def test_every_run_setting_is_an_option_of_ima_run(cli, tmp_path, monkeypatch):
+    """Settings are declared once (RunContext): each field is an `ima run` option whose help
+    is the field's description; a value given there wins over IMA_<NAME> and the config
+    file, and one not given leaves them to decide."""
+    import typer.main
+
+    from ima.cli.app import app
+    from ima.core.settings import RunContext
+
+    options = {p.name: p for p in typer.main.get_command(app).commands["run"].params}  # type: ignore[attr-defined]
+    for name, field in RunContext.model_fields.items():
+        assert options[name].help.startswith(field.description.rstrip(".")), name
+        assert f"env IMA_{name.upper()}" in options[name].help
+    assert options["token_budget"].opts == ["--budget"]  # its name before settings were derived
+    assert options["long_term"].secondary_opts == ["--no-long-term"]
+
+    (tmp_path / "ima.toml").write_text("max_turn_words = 20\nseed = 5\n")
+    monkeypatch.setenv("IMA_SEED", "6")
+    monkeypatch.setenv("IMA_TEMPERATURE", "0.3")
+    args = ("run", "--model", "scripted", "--turn-cap", "4", "--no-long-term", "--json")
+    given = ("--max-turn-words", "30", "--budget", "3000", "--temperature", "0", "--review")
+    code, out, err = cli(*args, *given)  # the turn cap comes before any review
+    assert code == 0, err
+    settings = json.loads(out)["settings"]
+    assert (settings["max_turn_words"], settings["token_budget"]) == (30, 3000)  # flags
+    assert (settings["seed"], settings["temperature"]) == (6, 0.0)  # env over file; flag over env
+    assert settings["long_term"] is False and settings["review"] is True
+    code, out, err = cli(*args)
+    assert code == 0 and json.loads(out)["settings"]["max_turn_words"] == 20  # the file

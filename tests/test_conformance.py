@@ -17,7 +17,7 @@ from langgraph.checkpoint.conformance.capabilities import BASE_CAPABILITIES
 from ima.runs import leases
 from ima.runs.checkpoints import Checkpointer, CompressedSerializer, PostgresCheckpointer
 from ima.runs.database import open_database
-from ima.runs.sqlite import connect
+from ima.storage.sqlite import connect
 
 
 class _Async:

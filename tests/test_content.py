@@ -6,21 +6,18 @@ from __future__ import annotations
 import pytest
 
 from ima.core.errors import UserError
+from ima.core.ngrams import copied_share, ngram_set, ngrams, words
 from ima.evals.content import (
     content_metrics,
     content_summary,
-    copied_share,
     figure_grounding,
-    figure_pattern,
     instruction_texts,
-    ngram_set,
-    ngrams,
     parroting_by_turn,
     repetition_by_turn,
     state_content,
-    words,
 )
 from ima.tasks import KeyFigure, Task
+from ima.tasks.evidence import figure_pattern
 
 ALPHABET = "alpha bravo charlie delta echo foxtrot golf hotel"  # exactly one 8-gram
 

@@ -124,8 +124,8 @@ def test_tables_are_set_up_once_by_concurrent_processes(pg_url):
 
     code = (
         "import sys; from ima.runs.registry import RunRegistry; from ima.runs.database import "
-        "open_database; db = open_database(sys.argv[1]); RunRegistry(db).all(); "
-        "db.checkpointer().__enter__(); db.long_term_backend()"
+        "open_database, open_memory_backend; db = open_database(sys.argv[1]); "
+        "RunRegistry(db).all(); db.checkpointer().__enter__(); open_memory_backend(sys.argv[1])"
     )
     procs = [
         subprocess.Popen([sys.executable, "-c", code, pg_url], stderr=subprocess.PIPE, text=True)

@@ -14,7 +14,6 @@ from ima.core.errors import UserError
 from ima.evals import runner as eval_runner
 from ima.evals.judge import METRICS
 from ima.evals.store import ResultsStore
-from ima.models.scripted import ScriptedChatModel
 from ima.runs.registry import RunRegistry
 from ima.runs.runner import load_state
 
@@ -225,18 +224,10 @@ def test_a_run_whose_judging_crashed_is_judged_on_resume_without_rerunning(
     assert len(rows(out)) == 2
 
 
-def test_unparseable_verdicts_are_counted_and_excluded(ima_eval, tmp_path, monkeypatch):
+def test_unparseable_verdicts_are_counted_and_excluded(ima_eval, tmp_path):
     out = tmp_path / "ev"
-    bad = ScriptedChatModel(bad_judge=99)
-    real_load = eval_runner.load_chat_model
-    monkeypatch.setattr(
-        eval_runner,
-        "load_chat_model",
-        lambda spec, *a, **k: bad if spec == "scripted:judge" else real_load(spec, *a, **k),
-    )
-    monkeypatch.setattr("ima.cli.evaluate.load_chat_model", lambda *a, **k: bad)
-    result = ima_eval(
-        "--model", "scripted", "--judge-model", "scripted:judge", "--pairs", "1",
+    result = ima_eval(  # a judge whose every answer is unusable
+        "--model", "scripted", "--judge-model", "scripted:bad_judge=99", "--pairs", "1",
         "--turn-cap", "4", "--out", str(out),
     )  # fmt: skip
     assert result.exit_code == 0, result.output

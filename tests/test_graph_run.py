@@ -72,10 +72,8 @@ class HostileModel(ScriptedChatModel):
 
 
 @pytest.mark.parametrize("mode", ["rewrite", "edit"])
-def test_a_turn_cannot_write_another_agents_memory(run_graph, monkeypatch, mode):
-    hostile = HostileModel()
-    monkeypatch.setattr("ima.models.load_chat_model", lambda *a, **k: hostile)
-    out = run_graph("intrinsic", memory_update=mode)
+def test_a_turn_cannot_write_another_agents_memory(run_graph, mode):
+    out = run_graph("intrinsic", model=HostileModel(), memory_update=mode)
     assert "HACKED" in out["memories"]["BOA"]["text"]  # the hostile agent changed its own slot
     own_turns = {
         r: {t["index"] for t in out["transcript"] if t["speaker"] == r} for r in out["memories"]
@@ -95,7 +93,7 @@ def hostile_memory_answer(role: str, others: list[str]) -> str:
 
 
 @pytest.mark.parametrize("template", ["generic", "llm"])
-def test_a_memory_update_node_can_only_write_its_own_agents_slot(task, monkeypatch, template):
+def test_a_memory_update_node_can_only_write_its_own_agents_slot(task, template):
     """Memory privacy is structural: each memory-update node, given a real mid-run state and a
     model whose answer claims other agents' memories, returns an update that changes its own
     agent's slot, log and template only; applied through the graph's reducers, every other
@@ -121,9 +119,8 @@ def test_a_memory_update_node_can_only_write_its_own_agents_slot(task, monkeypat
         fake = FakeMessagesListChatModel(
             responses=[written, answer] if template == "llm" else [answer]
         )
-        monkeypatch.setattr("ima.models.load_chat_model", lambda *a, fake=fake, **k: fake)
         before = due[role]
-        update = make_memory_node(task, role, Models())(before.values, Runtime(context=context))
+        update = make_memory_node(task, role, Models(fake))(before.values, Runtime(context=context))
 
         assert set(update["memories"]) == {role}
         own = update["memories"][role]["text"]  # its own memory, from its own sections only

@@ -32,7 +32,6 @@ def test_a_second_run_starts_with_the_first_runs_matured_lessons(
     from ima.runs.runner import create_run, execute
 
     model = LessonModel()
-    monkeypatch.setattr("ima.models.load_chat_model", lambda *a, **k: model)
     policy = tmp_path / "policy.toml"
     policy.write_text("[default]\nmin_support = 1\n")  # one finalized run matures a lesson
     db = db_target
@@ -56,7 +55,7 @@ def test_a_second_run_starts_with_the_first_runs_matured_lessons(
                 starts.update({r: s.get("lessons", "") for r, s in update["memories"].items()})
                 assert not any(s["text"] for s in update["memories"].values())
 
-        values = execute(record, db, listener)
+        values = execute(record, db, listener, model=model)
         return values, starts, json.loads((Path(record.out_dir) / "run.json").read_text())
 
     values, starts, first = run("alice")

@@ -68,20 +68,17 @@ def test_an_unwritable_output_folder_is_refused_before_any_model_call(cli, tmp_p
 def test_outputs_that_cannot_be_written_are_written_later(cli, tmp_path, monkeypatch):
     from ima.runs import outputs
 
-    real = outputs._write_atomic
+    real = outputs.write_text_atomic
 
     def full_disk(path: Path, text: str) -> None:
         if path.name == "run.json":
-            tmp = path.with_name(f".{path.name}.partial.tmp")
-            with pytest.raises(OSError):  # the real writer, failing mid-file, cleans up
-                real(tmp, text) if False else (_ for _ in ()).throw(OSError(errno.ENOSPC, "x"))
             raise OSError(errno.ENOSPC, "No space left on device")
         real(path, text)
 
-    monkeypatch.setattr(outputs, "_write_atomic", full_disk)
+    monkeypatch.setattr(outputs, "write_text_atomic", full_disk)
     code, _, err = cli("run", *SCRIPTED, "--thread", "full")
     assert code == 1 and "No space left on device" in err and "ima export full" in err
-    monkeypatch.setattr(outputs, "_write_atomic", real)
+    monkeypatch.setattr(outputs, "write_text_atomic", real)
     folder = tmp_path / "runs" / "full"
     assert not (folder / "run.json").exists()
     assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
@@ -94,16 +91,23 @@ def test_outputs_that_cannot_be_written_are_written_later(cli, tmp_path, monkeyp
     one_line_error(cli("resume", "full"), "already ended (finalized)")
 
 
-def test_the_atomic_writer_leaves_no_temporary_file(tmp_path, monkeypatch):
-    from ima.runs.outputs import _write_atomic
+def test_the_atomic_writer_leaves_the_old_file_and_no_temporary_file(tmp_path, monkeypatch):
+    from ima.core.files import atomic_writer, write_text_atomic
+
+    target = tmp_path / "run.json"
+    write_text_atomic(target, "old")
+    with pytest.raises(OSError), atomic_writer(target) as out:  # the disk fills mid-file
+        out.write("half of the new")
+        raise OSError(errno.ENOSPC, "No space left on device")
 
     def no_space(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(os, "replace", no_space)
     with pytest.raises(OSError):
-        _write_atomic(tmp_path / "run.json", "{}")
-    assert list(tmp_path.iterdir()) == []
+        write_text_atomic(target, "new")
+    assert [p.name for p in tmp_path.iterdir()] == ["run.json"]
+    assert target.read_text() == "old"
 
 
 def test_undecodable_brief_and_config_files(cli, tmp_path, monkeypatch):

@@ -30,11 +30,17 @@ def made(db: str) -> bool:
     return "://" in db or Path(db).exists()
 
 
-@pytest.mark.parametrize("concurrency", ["1", "2"])
-def test_sigkill_then_resume_gives_the_uninterrupted_transcript(tmp_path, db_target, concurrency):
+@pytest.mark.parametrize(
+    ("concurrency", "update"), [("1", "rewrite"), ("2", "rewrite"), ("2", "edit")]
+)
+def test_sigkill_then_resume_gives_the_uninterrupted_transcript(
+    tmp_path, db_target, concurrency, update
+):
+    """Also with edit-mode memories: each edit applies to the version before it, so a lost
+    or repeated update would show in the final memories."""
     db = db_target
     common = ["--model", "scripted:delay=0.05", "--seed", "7", "--json", "--db", db]
-    common += ["--memory-concurrency", concurrency]
+    common += ["--memory-concurrency", concurrency, "--memory-update", update]
     proc = subprocess.Popen(
         [sys.executable, "-m", "ima", "run", "--thread", "killed", *common],
         cwd=tmp_path,
@@ -76,3 +82,4 @@ def test_sigkill_then_resume_gives_the_uninterrupted_transcript(tmp_path, db_tar
     assert [t[0] for t in resumed_turns] == list(range(1, len(resumed_turns) + 1))
     assert resumed_turns == transcript("reference")
     assert shown("killed")["memories"] == shown("reference")["memories"]
+    assert shown("killed")["memory"] == shown("reference")["memory"]  # every version, repairs

@@ -73,3 +73,29 @@ def test_turn_cap_ends_the_run_with_documentation(run_graph):
     assert len(out["transcript"]) == 7
     assert out["status"] == "turn_cap"
     assert out["final"]["valid"]  # what the run has is still written up
+
+
+def test_the_voting_phase_is_the_schedules_last_whatever_its_name(task):
+    """Tasks are data: the last phase is where the team votes, by whatever name the task
+    gives it; phase names must be unique (the schedule moves between them by name)."""
+    import pytest
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from ima.core.settings import RunContext
+    from ima.graph.builder import compile_graph
+    from ima.tasks import Task
+
+    data = task.model_dump()
+    data["schedule"]["phases"][-1]["name"] = "vote"
+    renamed = Task.model_validate(data)
+    assert renamed.schedule.voting_phase == "vote"
+    graph = compile_graph(renamed, "none", checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "vote"}}
+    out = graph.invoke({}, config, context=RunContext(model="scripted", long_term=False))
+    assert out["status"] == "finalized" and out["consensus"] is True
+    voted = [t for t in out["transcript"] if {"ACCEPT", "REJECT"} & set(t["flags"])]
+    assert voted and {t["phase"] for t in voted} == {"vote"}
+
+    data["schedule"]["phases"][0]["name"] = "vote"
+    with pytest.raises(ValueError, match="phase names must be unique"):
+        Task.model_validate(data)

@@ -24,12 +24,15 @@ from langgraph.types import Command
 from typing_extensions import TypedDict
 
 from ima.blocks.state import MEMORY_KEY, AgentMemory, MemoryChannel, memory_of, next_version
+from ima.core.state import add_usage
 from ima.method.context import TokenCounter, count_message_tokens, fit_context
-from ima.method.memory_update import IntrinsicMemory
+from ima.method.memory_update import IntrinsicMemory, MemoryUpdate
 
 # The agent's own latest output, as its node returned it, waiting for its memory node.
 OUTPUT_KEY = "intrinsic_memory_output"
 Output = Callable[[Any], str]
+# The memory manager, or a function of the graph state that gives it.
+MemorySource = IntrinsicMemory | Callable[[Mapping[str, Any]], IntrinsicMemory]
 
 
 def _merge_outputs(current: dict[str, str] | None, update: dict[str, str] | None) -> dict:
@@ -55,16 +58,33 @@ def _hints(builder: StateGraph) -> dict[str, Any]:
     return get_type_hints(builder.state_schema, include_extras=True)
 
 
-def _schema_with_memory(builder: StateGraph) -> type:
+def _schema_with_memory(builder: StateGraph, usage_key: str | None) -> type:
     """The builder's state schema plus the memory keys (their channels get registered)."""
     hints = _hints(builder)
     keys = {MEMORY_KEY: MemoryChannel, OUTPUT_KEY: Annotated[dict[str, str], _merge_outputs]}
+    if usage_key:
+        keys[usage_key] = Annotated[dict[str, dict[str, Any]], add_usage]
     missing = {k: v for k, v in keys.items() if k not in hints}
     if not missing:
         return builder.state_schema
     return TypedDict(  # type: ignore[operator]
         f"{builder.state_schema.__name__}WithMemory", {**hints, **missing}, total=False
     )
+
+
+def _add_to_output(builder: StateGraph, schema: type) -> None:
+    """The graph's result carries every agent's memory (and the usage key), like its other
+    state keys, unless the graph declares its own output schema."""
+    ours = f"{builder.state_schema.__name__}Output"
+    if builder.output_schema is not builder.state_schema and builder.output_schema.__name__ != ours:
+        return
+    hints = get_type_hints(builder.output_schema, include_extras=True)
+    added = {k: v for k, v in get_type_hints(schema, include_extras=True).items() if k not in hints}
+    added.pop(OUTPUT_KEY, None)  # the pending output is internal
+    if added:
+        output = TypedDict(ours, {**hints, **added}, total=False)  # type: ignore[operator]
+        builder._add_schema(output, allow_managed=False)
+        builder.output_schema = output
 
 
 def _pairs(update: Any) -> list[tuple[str, Any]]:
@@ -76,7 +96,7 @@ def _pairs(update: Any) -> list[tuple[str, Any]]:
 def add_intrinsic_memory(
     builder: StateGraph,
     node: str,
-    memory: IntrinsicMemory,
+    memory: MemorySource,
     *,
     budget: int,
     agent: str | None = None,
@@ -85,13 +105,15 @@ def add_intrinsic_memory(
     messages_key: str = "messages",
     output: Output | None = None,
     token_counter: TokenCounter = count_message_tokens,
+    usage_key: str | None = None,
 ) -> str:
     """Give the agent node `node` of `builder` intrinsic memory; returns the memory node's name.
 
     Args:
         builder: the uncompiled graph; its state has a list of messages at `messages_key`.
         node: the agent node: it reads `state[messages_key]` and adds its answer there.
-        memory: the `IntrinsicMemory` that updates this agent's memory.
+        memory: the `IntrinsicMemory` that updates this agent's memory, or a function of
+            the graph state that returns it (for a template written during the run).
         budget: the most tokens of the messages the node sees.
         agent: the agent's name in `intrinsic_memory` (default: the node's name).
         task: the task description; None takes the conversation's first message.
@@ -101,6 +123,9 @@ def add_intrinsic_memory(
             text of the messages it returned under `messages_key`), e.g.
             `lambda update: update["draft"]` for a node that writes a draft.
         token_counter: counts a list of messages (default: tiktoken estimate).
+        usage_key: a state key where each update's usage (`CallUsage`) is summed as
+            `{agent: {"memory_update": usage}}` (added to the state if missing); None
+            records nothing.
 
     Raises ValueError if the node does not exist, routes with `Command(goto=...)` (the
     memory step would be skipped), or has no outgoing edge yet.
@@ -122,7 +147,7 @@ def add_intrinsic_memory(
 
     name = agent or node
     memory_node = f"{node}_memory"
-    schema = _schema_with_memory(builder)
+    schema = _schema_with_memory(builder, usage_key)
     agent_node = spec.runnable
     read_output = output or _returned_messages(messages_key)
 
@@ -153,31 +178,35 @@ def add_intrinsic_memory(
     def pending(state: Mapping[str, Any]) -> tuple[AgentMemory | None, str]:
         return memory_of(state, name), (state.get(OUTPUT_KEY) or {}).get(name, "")
 
+    def manager(state: Mapping[str, Any]) -> IntrinsicMemory:
+        return memory if isinstance(memory, IntrinsicMemory) else memory(state)
+
+    def stored(record: AgentMemory | None, result: MemoryUpdate) -> dict[str, Any]:
+        out = {MEMORY_KEY: {name: next_version(record, result.text)}, OUTPUT_KEY: {name: ""}}
+        if usage_key:
+            out[usage_key] = {name: {"memory_update": result.usage}}
+        return out
+
     def update(state: Mapping[str, Any]) -> dict[str, Any]:
         record, text = pending(state)
         if not text:
             return {}
-        result = memory.update(
+        result = manager(state).update(
             record["text"] if record else "", text, role=role, metadata={"ima_role": name}
         )
-        return {MEMORY_KEY: {name: next_version(record, result.text)}, OUTPUT_KEY: {name: ""}}
+        return stored(record, result)
 
     async def aupdate(state: Mapping[str, Any]) -> dict[str, Any]:
         record, text = pending(state)
         if not text:
             return {}
-        result = await memory.aupdate(
+        result = await manager(state).aupdate(
             record["text"] if record else "", text, role=role, metadata={"ima_role": name}
         )
-        return {MEMORY_KEY: {name: next_version(record, result.text)}, OUTPUT_KEY: {name: ""}}
+        return stored(record, result)
 
     builder.add_node(memory_node, RunnableLambda(update, afunc=aupdate), input_schema=schema)
-    if builder.output_schema is builder.state_schema and MEMORY_KEY not in _hints(builder):
-        # The graph's result then carries every agent's memory, like its other state keys.
-        hints = {**_hints(builder), MEMORY_KEY: MemoryChannel}
-        output = TypedDict(f"{builder.state_schema.__name__}Output", hints, total=False)  # type: ignore[operator]
-        builder._add_schema(output, allow_managed=False)
-        builder.output_schema = output
+    _add_to_output(builder, schema)
     builder.nodes[node] = replace(
         spec,
         runnable=RunnableLambda(with_context, afunc=awith_context, name=node),

@@ -19,15 +19,18 @@ from rich.table import Table
 from rich.text import Text
 
 from ima.cli import display
+from ima.cli.bench import bench_app
 from ima.cli.errors import INTERRUPTED, Interrupted, usage_line
 from ima.cli.evaluate import eval_app
 from ima.cli.memory import memory_app
-from ima.cli.options import DbOpt, JsonOpt, MemoryModelOpt, ModelOpt, TaskOpt, TurnCapOpt
+from ima.cli.options import DbOpt, JsonOpt, TaskOpt
+from ima.cli.settings_options import GivenSettings, with_run_settings
 from ima.cli.workers import status_command, worker_command
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
 from ima.evals.content import content_summary, state_content
 from ima.graph.builder import compile_graph
+from ima.method.memory_quality import memory_report
 from ima.models import agent_model, describe_model, memory_model
 from ima.models.errors import describe
 from ima.runs.database import Database, disk_full, open_database
@@ -58,6 +61,7 @@ app = typer.Typer(
 app.add_typer(memory_app, name="memory")
 eval_app.command("status")(status_command)
 app.add_typer(eval_app, name="eval")
+app.add_typer(bench_app, name="bench")
 console = Console()
 err = Console(stderr=True, soft_wrap=True, highlight=False)  # errors stay on one line
 ERROR = Text("error: ", style="red")
@@ -70,6 +74,13 @@ def _db(db: str | None, must_exist: bool = False, read_only: bool = False) -> Da
             f"no runs database at {database.label}: start a run with `ima run`, or pass --db"
         )
     return database
+
+
+def _registered(thread: str, db: str | None, read_only: bool = True) -> tuple[RunRecord, Database]:
+    """A registered run and the database it lives in (which must exist)."""
+    database = _db(db, must_exist=True, read_only=read_only)
+    with RunRegistry(database) as registry:
+        return registry.get(thread), database
 
 
 def _finish(record: RunRecord, values: dict[str, Any], as_json: bool) -> None:
@@ -217,65 +228,13 @@ def _execute(
 
 
 @app.command()
+@with_run_settings
 def run(
     task: TaskOpt = "data-pipeline",
     memory: Annotated[
         str, typer.Option(help="intrinsic (the method) or none (the memoryless baseline).")
     ] = "intrinsic",
-    model: ModelOpt = None,
-    memory_model: MemoryModelOpt = None,
-    template: Annotated[
-        str | None, typer.Option(help="Memory template: generic, manual or llm (env IMA_TEMPLATE).")
-    ] = None,
-    budget: Annotated[
-        int | None,
-        typer.Option(help="Token budget of each agent's context (env IMA_TOKEN_BUDGET)."),
-    ] = None,
-    turn_cap: TurnCapOpt = None,
-    seed: Annotated[
-        int | None, typer.Option(help="Seed for reproducible runs (env IMA_SEED).")
-    ] = None,
-    temperature: Annotated[
-        float | None,
-        typer.Option(help="Sampling temperature; 0 (default) is greedy (env IMA_TEMPERATURE)."),
-    ] = None,
-    top_p: Annotated[
-        float | None, typer.Option(help="Nucleus sampling threshold (env IMA_TOP_P).")
-    ] = None,
-    memory_concurrency: Annotated[
-        int | None,
-        typer.Option(
-            help="1: each memory update before the next turn (the paper's order); 2: beside "
-            "the next turn, for servers that run calls in parallel; 0: the backend's default "
-            "(env IMA_MEMORY_CONCURRENCY)."
-        ),
-    ] = None,
-    memory_prompt: Annotated[
-        str | None,
-        typer.Option(
-            help="What a memory update is shown: lean (role, template, memory so far, latest "
-            "turn) or full (also the whole task) (env IMA_MEMORY_PROMPT)."
-        ),
-    ] = None,
-    prompt_layout: Annotated[
-        str | None,
-        typer.Option(
-            help="Order of an agent's prompt: paper (task and role, memory, recent turns) or "
-            "shared (task and recent turns first for every agent, then role, memory and "
-            "question: a prefix cache serves it across agents) (env IMA_PROMPT_LAYOUT)."
-        ),
-    ] = None,
-    memory_tokens: Annotated[
-        int | None,
-        typer.Option(help="Token budget of each agent's memory (env IMA_MEMORY_TOKENS)."),
-    ] = None,
-    memory_update: Annotated[
-        str | None,
-        typer.Option(
-            help="rewrite (the paper: the whole memory again after each turn) or edit (a few "
-            "add/replace/remove operations, fewer tokens) (env IMA_MEMORY_UPDATE)."
-        ),
-    ] = None,
+    settings: GivenSettings = None,  # an option per run setting (ima/core/settings.py)
     brief_file: Annotated[
         Path | None, typer.Option(help="A text file whose brief replaces the task's description.")
     ] = None,
@@ -289,12 +248,6 @@ def run(
     show_memory: Annotated[
         bool, typer.Option("--show-memory", help="Print every memory rewrite in full.")
     ] = False,
-    review: Annotated[
-        bool,
-        typer.Option(
-            "--review", help="Ask a person to approve before FINALIZE (or send feedback)."
-        ),
-    ] = False,
     approve: Annotated[
         bool,
         typer.Option("--approve", help="Review step on, approved automatically (for scripts)."),
@@ -307,43 +260,23 @@ def run(
             "only its newest steps while it runs and its final state once it ends.",
         ),
     ] = False,
-    long_term: Annotated[
-        bool | None,
-        typer.Option(
-            "--long-term/--no-long-term",
-            help="Start agents with their mature lessons from earlier runs and learn from this one (env IMA_LONG_TERM).",
-        ),
-    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Run a task: agents discuss in phases, vote, and the finaliser writes the design.
 
     Outputs: OUT/THREAD/design.md, design.json and run.json. Stop any time with Ctrl-C and
-    continue with `ima resume THREAD`.
+    continue with `ima resume THREAD`. Every run setting is an option here, an IMA_<NAME>
+    variable and a key of ./ima.toml (or $IMA_CONFIG).
 
     Examples:\n
       ima run\n
       ima run --memory none --seed 3\n
       ima run --model ollama:qwen2.5:7b --template llm --budget 4096
     """
-    overrides = {
-        "model": model,
-        "memory_model": memory_model,
-        "template": template,
-        "token_budget": budget,
-        "turn_cap": turn_cap,
-        "seed": seed,
-        "temperature": temperature,
-        "top_p": top_p,
-        "memory_concurrency": memory_concurrency,
-        "memory_prompt": memory_prompt,
-        "prompt_layout": prompt_layout,
-        "memory_tokens": memory_tokens,
-        "memory_update": memory_update,
-        "review": True if (review or approve) else None,
-        "long_term": long_term,
-    }
-    settings = RunContext(**{k: v for k, v in overrides.items() if v is not None})
+    given = dict(settings or {})
+    if approve:
+        given["review"] = True
+    settings = RunContext(**given)
     brief = ""
     if brief_file:
         try:
@@ -412,12 +345,7 @@ def resume(
 
     A run waiting for review continues with --approve or --feedback TEXT (or a prompt).
     One process at a time runs a thread: a second one is refused (or waits with --wait)."""
-    path = _db(db, must_exist=True)
-    registry = RunRegistry(path)
-    try:
-        record = registry.get(thread)
-    finally:
-        registry.close()
+    record, path = _registered(thread, db, read_only=False)
     if record.status in FINISHED and outputs_missing(
         Path(record.out_dir), load_state(record, path)
     ):
@@ -458,23 +386,15 @@ def export(
 
     For a run whose files were lost or could not be written (full disk, wrong --out), or to
     copy them elsewhere. Works for unfinished runs too (what exists so far)."""
-    path = _db(db, must_exist=True, read_only=True)
-    registry = RunRegistry(path)
-    try:
-        record = registry.get(thread)
-    finally:
-        registry.close()
+    record, path = _registered(thread, db)
     _export(record, path, out)
 
 
 @app.command("runs")
 def list_runs(db: DbOpt = None, as_json: JsonOpt = False) -> None:
     """List runs with their status (finalized, turn_cap, failed, running, interrupted)."""
-    registry = RunRegistry(_db(db, must_exist=True, read_only=True))
-    try:
+    with RunRegistry(_db(db, must_exist=True, read_only=True)) as registry:
         records = registry.all()
-    finally:
-        registry.close()
     if as_json:
         rows = [
             {
@@ -496,20 +416,21 @@ def show(
     db: DbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Print a run's transcript, every agent's memory, token usage, content metrics (figures
-    of the brief the design states, parroting, repetition) and status."""
-    path = _db(db, must_exist=True, read_only=True)
-    registry = RunRegistry(path)
-    try:
-        record = registry.get(thread)
-    finally:
-        registry.close()
+    """Print a run's transcript, every agent's memory, token usage, memory retention per
+    agent (key figures and requirements each version holds) and repairs, content metrics
+    (figures of the brief the design states, parroting, repetition) and status."""
+    record, path = _registered(thread, db)
     values = load_state(record, path)
-    content = content_summary(state_content(load_task(record.task_ref), values))
+    task = load_task(record.task_ref)
+    content = content_summary(state_content(task, values))
+    memory = memory_report(task, values)
     if as_json:
-        print(json.dumps(display.show_json(record, values) | {"content": content}, indent=2))
+        extra = {"content": content, "memory": memory}
+        print(json.dumps(display.show_json(record, values) | extra, indent=2))
     else:
         console.print(display.show_view(record, values))
+        if memory["repairs"]["updates"]:
+            console.print(display.memory_table(memory))
         console.print(display.content_table(content))
 
 
@@ -534,18 +455,14 @@ def view_run(
       ima view THREAD --open\n
       ima view THREAD --out /tmp/run.html
     """
-    path = _db(db, must_exist=True, read_only=True)
-    registry = RunRegistry(path)
-    try:
-        record = registry.get(thread)
-    finally:
-        registry.close()
+    record, path = _registered(thread, db)
     values = load_state(record, path)
-    roles = {r.id: r.name for r in load_task(record.task_ref).roles}
+    task = load_task(record.task_ref)
+    roles = {r.id: r.name for r in task.roles}
     target = out or Path(record.out_dir) / "view.html"
     if out is None:
         target.parent.mkdir(parents=True, exist_ok=True)
-    write_view(run_record(record, values) | {"roles": roles}, values, target)
+    write_view(run_record(record, values) | {"roles": roles}, values, target, task)
     console.print(Text(f"view: {target}"))
     if open_browser and not webbrowser.open(target.resolve().as_uri()):
         err.print(Text(f"no web browser found: open {target} yourself"))

@@ -18,6 +18,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
+from ima.method.memory_quality import describe_repairs
 from ima.runs.outputs import usage_totals
 from ima.runs.registry import RunRecord
 
@@ -84,11 +85,20 @@ class LiveView:
             if not version["version"]:
                 continue
             label = f"{version['role']} memory v{version['version']}"
+            # what went wrong with the answer (notes shortened or dropped to fit are routine)
+            repairs = version.get("repairs") or {}
+            wrong = {
+                "cut_off": int(bool(version.get("cut_off"))),
+                "malformed_edits": repairs.get("malformed_edits", 0),
+                "unusable": repairs.get("unusable", 0),
+            }
+            repaired = f"; {describe_repairs(wrong)}" if any(wrong.values()) else ""
             if self.verbose_memory:
-                self.console.print(Panel(Text(version["text"]), title=Text(label), style="dim"))
+                title = Text(label + repaired)
+                self.console.print(Panel(Text(version["text"]), title=title, style="dim"))
             else:
                 words = len(version["text"].split())
-                self.console.print(Text(f"  {label} ({words} words)", style="dim"))
+                self.console.print(Text(f"  {label} ({words} words{repaired})", style="dim"))
         if self.status:
             self.status.update(self._line(doing))
 
@@ -150,6 +160,9 @@ def final_view(values: dict[str, Any]) -> Group:
         parts.append(Syntax(json.dumps(final["spec"], indent=2), "json", word_wrap=True))
     if final.get("error"):
         parts.append(Text(f"specification invalid: {final['error']}", style="red"))
+    if final.get("missing"):
+        missing = ", ".join(final["missing"])
+        parts.append(Text(f"design sections the documentation step left missing: {missing}"))
     return Group(*parts)
 
 
@@ -272,3 +285,45 @@ def content_table(content: dict[str, Any]) -> Table:
             value = ", ".join(map(str, value)) or "none"
         table.add_row(label, "n/a" if value is None else str(value))
     return table
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.0f}%"
+
+
+def memory_table(report: dict[str, Any]) -> Table:
+    """Per agent: retention of the task's key figures and requirements after each of its
+    memory updates, at the end and over the run, and parroting of the memory prompt; the
+    run's repairs in the caption."""
+    retention = report["retention"]
+    items = retention.get("items")
+    table = Table(
+        title=f"Memory retention: share of the task's {items or 0} key figures and "
+        "requirements each memory holds (no model involved)",
+        caption=repairs_line(report["repairs"]),
+    )
+    for col in ("agent", "after each update", "end", "over the run", "parroting"):
+        table.add_column(col, justify="left" if col in ("agent", "after each update") else "right")
+    for role, agent in retention["agents"].items():
+        series = " ".join(_pct(v["retention"]).rstrip("%") for v in agent["versions"])
+        table.add_row(
+            Text(role),
+            series + " %",
+            _pct(agent["end"]),
+            _pct(agent["over_run"]),
+            _pct(agent["parroting"]),
+        )
+    table.add_row(
+        "mean",
+        "",
+        _pct(retention["end"]),
+        _pct(retention["over_run"]),
+        _pct(retention["parroting"]),
+        style="bold",
+    )
+    return table
+
+
+def repairs_line(repairs: dict[str, int]) -> str:
+    """The run's memory repairs in one line ("none" when every answer was stored as given)."""
+    return f"{repairs.get('updates', 0)} memory updates; repairs: {describe_repairs(repairs)}"

@@ -33,7 +33,8 @@ from rich.text import Text
 
 from ima.cli.calibrate import calibrate_command
 from ima.cli.errors import Interrupted
-from ima.cli.options import JudgeAttemptsOpt, MemoryModelOpt, ModelOpt, TaskOpt, TurnCapOpt
+from ima.cli.options import JudgeAttemptsOpt, TaskOpt
+from ima.cli.settings_options import setting_option
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
 from ima.evals.calibration import find_calibration
@@ -45,12 +46,17 @@ from ima.evals.runner import EvalPlan, Evaluation, Event
 from ima.evals.store import ResultsStore
 from ima.evals.terminal import print_report
 from ima.models import agent_model, describe_model, load_chat_model
-from ima.runs.database import Database, is_url, open_database
+from ima.runs.database import Database, open_database
+from ima.storage.targets import is_url
 from ima.tasks import load_task
 
 # Agents sample at this temperature in an evaluation: at 0 a run ignores its seed, so ten
 # "paired seeds" would be one run counted ten times.
 EVAL_TEMPERATURE = 0.7
+# The run settings an evaluation takes as they are (the others differ: see eval_command).
+ModelOpt = setting_option("model")
+MemoryModelOpt = setting_option("memory_model")
+TurnCapOpt = setting_option("turn_cap")
 console = Console()
 err = Console(stderr=True)
 
@@ -120,9 +126,15 @@ def report_only(
     store: ResultsStore | SharedEvaluation
     if database is not None:
         store = SharedEvaluation(database, eval_name(str(directory)))
-        if store.read_config() is None:
+        config = store.read_config()
+        if config is None:
             raise UserError(
                 f"no evaluation {store.name} in {database.label}: see `ima eval status`"
+            )
+        if config.get("kind") == "pddl":
+            raise UserError(
+                f"{store.name} is a PDDL benchmark: report it with `ima bench pddl "
+                f"--report-only --out {directory} --db {database.label}`"
             )
     else:
         store = ResultsStore(directory)

@@ -25,11 +25,13 @@ from rich.text import Text
 
 from ima.cli.options import JsonOpt
 from ima.core.errors import UserError
+from ima.core.settings import RunContext
 from ima.longterm.errors import MemoryUnavailable
 from ima.longterm.hub import Entry, MemoryHub
 from ima.longterm.namespaces import SHARED, private
-from ima.longterm.runtime import LongTermConfig
-from ima.runs.database import is_url, memory_location, open_memory_hub, safe_url
+from ima.longterm.runtime import hub_options
+from ima.runs.database import open_memory_hub
+from ima.storage.targets import is_url, memory_location, safe_url
 
 memory_app = typer.Typer(
     help="Long-term memory across runs: list what each agent believes, see why, correct it.\n\n"
@@ -55,31 +57,22 @@ ItemArg = Annotated[
 ]
 
 
-def _config() -> LongTermConfig:
-    """The same long-term settings a run would use (RunContext: env, then ima.toml)."""
-    from ima.core.settings import RunContext
-
-    return LongTermConfig.from_settings(RunContext())
-
-
 def _location(store: str | None) -> str:
     """--store, else the memory_store setting, else beside the runs database (IMA_DB)."""
-    return memory_location(store or _config().store_path)
+    return memory_location(store or RunContext().memory_store)
 
 
 @contextmanager
 def _hub(
     store: str | None, *, create: bool = False, read_only: bool = False
 ) -> Iterator[MemoryHub | None]:
-    config = _config()
     location = _location(store)
     if not create and not is_url(location) and not Path(location).exists():
         yield None
         return
+    options = hub_options(RunContext())  # whose memory, and its policy: as a run would use
     try:
-        hub = open_memory_hub(
-            location, config.principal_id(), policies=config.policies(), read_only=read_only
-        )
+        hub = open_memory_hub(location, read_only=read_only, **options)
     except MemoryUnavailable as exc:
         raise UserError(str(exc)) from None
     try:
@@ -278,15 +271,11 @@ def _recorded_task_refs() -> Iterator[str]:
     from ima.runs.registry import RunRegistry
 
     try:
-        database = open_database(None, read_only=True)
-        if not database.exists():
-            return
-        registry = RunRegistry(database)
-        try:
-            refs = [r.task_ref for r in registry.all()]
-        finally:
-            registry.close()
-            database.close()
+        with open_database(None, read_only=True) as database:
+            if not database.exists():
+                return
+            with RunRegistry(database) as registry:
+                refs = [r.task_ref for r in registry.all()]
     except Exception:  # an unusable runs database: no roles from it
         return
     yield from refs

@@ -9,19 +9,6 @@ import typer
 TaskOpt = Annotated[
     str, typer.Option(help="Task id (see `ima tasks`) or path to a task YAML file.")
 ]
-ModelOpt = Annotated[
-    str | None,
-    typer.Option(
-        help="Agents' model: embedded, gguf:PATH, ollama:NAME, scripted[:delay=S], or any "
-        "LangChain provider:model (env IMA_MODEL)."
-    ),
-]
-MemoryModelOpt = Annotated[
-    str | None, typer.Option(help="Model for memory updates (default: the agents' model).")
-]
-TurnCapOpt = Annotated[
-    int | None, typer.Option(help="Maximum turns before a run ends (env IMA_TURN_CAP).")
-]
 JudgeAttemptsOpt = Annotated[
     int, typer.Option(help="Attempts per verdict before it is recorded as failed.")
 ]

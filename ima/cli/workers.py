@@ -1,5 +1,6 @@
-"""`ima worker` (run queued evaluation runs) and `ima eval status` (progress per evaluation
-and per worker), for evaluations in a shared database (`ima eval --db ...`)."""
+"""`ima worker` (run queued evaluation runs and benchmark episodes) and `ima eval status`
+(progress per evaluation and per worker), for evaluations in a shared database (`ima eval
+--db ...`, `ima bench pddl --db ...`)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ima.cli.bench import episode_line
 from ima.cli.errors import Interrupted
 from ima.cli.evaluate import _row_line
 from ima.cli.options import JsonOpt, SharedDbOpt
@@ -43,7 +45,8 @@ def worker_command(
     ] = False,
     poll: Annotated[float, typer.Option(help="Seconds between looks at an empty queue.")] = 2.0,
 ) -> None:
-    """Run queued evaluation runs: claim one, run or resume it, judge it, store the result.
+    """Run queued evaluation runs: claim one, run or resume it, judge it, store the result
+    (and queued `ima bench pddl` episodes: run or resume one, store its result).
 
     Start as many workers as you like, on any machine that reaches the database. A killed
     worker's run is taken over by another once its lease expires (IMA_LEASE_SECONDS,
@@ -62,7 +65,9 @@ def worker_command(
         if kind == "start":
             console.print(f"[dim]claimed[/dim] {where}", highlight=False)
         elif kind == "done":
-            console.print(f"[green]✓[/green] {where}: {_row_line(detail['row'])}", highlight=False)
+            row = detail["row"]
+            line = episode_line(row) if row.get("kind") == "pddl" else _row_line(row)
+            console.print(f"[green]✓[/green] {where}: {line}", highlight=False)
         elif kind == "failed":
             console.print(f"[red]✗[/red] {where}: {detail['error']}", highlight=False)
         elif kind == "lost":

@@ -1,10 +1,12 @@
 """Run settings: the graph's context schema (LangGraph `context_schema`).
 
-One typed object for the command line, the LangGraph server (Studio shows each field with
-its description as a form) and the tests. A value comes from, in order: the caller (a
-command-line flag, Studio, the SDK), an `IMA_<NAME>` environment variable, the config file
-(`$IMA_CONFIG` or ./ima.toml, keys are the field names), the default. pydantic-settings
-does the lookup and the type checks; every problem becomes one `UserError` line.
+Declared once, here: each field is a setting of the graph's context, an `ima run` option
+(`--field-name`, its help the description: ima/cli/settings_options.py), an `IMA_<NAME>`
+environment variable, a key of the config file and a field of Studio's form. A new setting
+is one field. A value comes from, in order: the caller (a command-line flag, Studio, the
+SDK), an `IMA_<NAME>` environment variable, the config file (`$IMA_CONFIG` or ./ima.toml,
+keys are the field names), the default. pydantic-settings does the lookup and the type
+checks; every problem becomes one `UserError` line.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError
 from pydantic_settings import (
@@ -53,6 +55,14 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise UserError(f"cannot read config file {path}: {exc}") from None
 
 
+class Flag:
+    """A setting's command-line names where they differ from `--field-name` (older names
+    stay valid): `Annotated[int, Flag("--budget")]`."""
+
+    def __init__(self, *names: str) -> None:
+        self.names = names
+
+
 class ConfigFileSource(PydanticBaseSettingsSource):
     """Settings from the TOML config file, read once per construction."""
 
@@ -64,7 +74,10 @@ class ConfigFileSource(PydanticBaseSettingsSource):
 
 
 class RunContext(BaseSettings):
-    """The settings of one run (LangGraph passes them to every node as `runtime.context`)."""
+    """The settings of one run (LangGraph passes them to every node as `runtime.context`).
+
+    Each field is also an `ima run` option, an `IMA_<NAME>` environment variable and a key of
+    the config file."""
 
     model_config = SettingsConfigDict(
         env_prefix="IMA_", extra="forbid", validate_default=True, validate_assignment=True
@@ -72,8 +85,8 @@ class RunContext(BaseSettings):
 
     model: str = Field(
         DEFAULT_MODEL,
-        description="Model for agent turns: embedded, gguf:PATH, ollama:NAME, scripted, or any "
-        "LangChain provider:model (env IMA_MODEL).",
+        description="Model for agent turns: embedded, gguf:PATH, ollama:NAME, "
+        "scripted[:delay=S], or any LangChain provider:model.",
     )
     memory_model: str = Field(
         "", description="Model for memory updates; empty means the agents' model."
@@ -81,7 +94,7 @@ class RunContext(BaseSettings):
     template: TemplateKind = Field(
         "generic", description="Memory template: generic, manual (from the task) or llm."
     )
-    token_budget: int = Field(
+    token_budget: Annotated[int, Flag("--budget")] = Field(
         2048, ge=1, description="Maximum input tokens of each agent's context."
     )
     turn_cap: int = Field(60, ge=1, description="Maximum conversation turns before the run ends.")
@@ -136,7 +149,7 @@ class RunContext(BaseSettings):
     review: bool = Field(
         False,
         description="Pause for a human decision before FINALIZE: approve the agreed design, or "
-        "send feedback back into the discussion (env IMA_REVIEW).",
+        "send feedback back into the discussion.",
     )
     call_timeout: float = Field(
         600.0, gt=0, description="Seconds before a model call is abandoned (then retried)."
@@ -144,26 +157,25 @@ class RunContext(BaseSettings):
     long_term: bool = Field(
         True,
         description="Long-term memory across runs: start each agent with its mature lessons "
-        "from earlier runs and learn from this one (env IMA_LONG_TERM; --no-long-term turns "
-        "it off).",
+        "from earlier runs and learn from this one.",
     )
     principal: str = Field(
         "",
         description="Whose long-term memory the run uses: a user or project id (letters, "
-        "digits, - and _); empty: the OS user (env IMA_PRINCIPAL).",
+        "digits, - and _); empty: the OS user.",
     )
     memory_store: str = Field(
         "",
         description="Where long-term memory lives: a SQLite file or a postgresql:// URL; empty: "
-        "beside the runs database (env IMA_MEMORY_STORE).",
+        "beside the runs database.",
     )
     long_term_budget: int = Field(
         300, ge=0, description="Tokens of long-term lessons each agent starts with, at most."
     )
     long_term_policy: str = Field(
         "",
-        description="TOML file with maturation, decay and retention thresholds per role "
-        "(env IMA_LONG_TERM_POLICY); empty: the defaults.",
+        description="TOML file with maturation, decay and retention thresholds per role; "
+        "empty: the defaults.",
     )
 
     def __init__(self, **values: Any) -> None:

@@ -30,6 +30,18 @@ class CallUsage(TypedDict):
     cached_tokens: NotRequired[int]  # input tokens the backend served from its prompt cache
 
 
+def zero_usage() -> CallUsage:
+    """The usage of no call (a human's turn, a sum before its first call)."""
+    return CallUsage(
+        input_tokens=0, output_tokens=0, calls=0, seconds=0.0, estimated_calls=0, cached_tokens=0
+    )
+
+
+def add_call_usage(a: CallUsage, b: CallUsage) -> CallUsage:
+    """The usage of two calls together."""
+    return {k: a.get(k, 0) + b.get(k, 0) for k in dict.fromkeys([*a, *b])}  # type: ignore[return-value,misc]
+
+
 class ContextShare(TypedDict):
     """How an agent's prompt used its token budget (Algorithm 1 made visible)."""
 
@@ -92,6 +104,7 @@ class FinalOutput(TypedDict):
     spec: dict[str, Any] | None
     valid: bool
     error: str
+    missing: NotRequired[list[str]]  # required design sections that could not be filled
 
 
 def append_items(current: list[Any], batches: Sequence[list[Any]]) -> list[Any]:
@@ -118,7 +131,7 @@ def add_usage(
     for role, kinds in update.items():
         for kind, u in kinds.items():
             prev = out.setdefault(role, {}).get(kind)
-            out[role][kind] = u if prev is None else {k: prev.get(k, 0) + u[k] for k in u}  # type: ignore[misc]
+            out[role][kind] = u if prev is None else add_call_usage(prev, u)
     return out
 
 

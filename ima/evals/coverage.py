@@ -13,31 +13,15 @@ from __future__ import annotations
 
 import json
 import re
-from functools import cache
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
 
-from ima.models.structured import (
-    AnswerError,
-    add_usage,
-    ask_structured,
-    extract_json,
-    prompt_parts,
-    zero_usage,
-)
+from ima.core.state import add_call_usage, zero_usage
+from ima.models.structured import AnswerError, ask_structured, extract_json, prompt_parts
 from ima.tasks import Task
-
-_DASHES = str.maketrans({c: "-" for c in "\u2010\u2011\u2012\u2013\u2014\u2212"})
-_SPACES = str.maketrans({c: " " for c in "\u00a0\u2007\u202f\u2009"})
-
-
-@cache
-def keyword_pattern(keyword: str) -> re.Pattern[str]:
-    """Case-insensitive, at a word start; spaces, hyphens and underscores interchangeable."""
-    parts = [re.escape(p) for p in re.split(r"[\s\-_]+", keyword.strip().lower()) if p]
-    return re.compile(r"(?<![0-9a-z])" + r"[\s\-_]*".join(parts))
+from ima.tasks.evidence import matched_keywords, normalise
 
 
 def _flatten(value: Any, key: str = "") -> list[str]:
@@ -57,8 +41,7 @@ def _flatten(value: Any, key: str = "") -> list[str]:
 
 def design_text(markdown: str, specification: Any) -> str:
     """The text the evidence check reads, normalised (case, dashes, spaces)."""
-    text = "\n".join([markdown, *_flatten(specification)])
-    return text.translate(_DASHES).translate(_SPACES).lower()
+    return normalise("\n".join([markdown, *_flatten(specification)]))
 
 
 def evidence_coverage(task: Task, markdown: str, specification: Any) -> dict[str, Any]:
@@ -71,10 +54,7 @@ def evidence_coverage(task: Task, markdown: str, specification: Any) -> dict[str
     for req in task.requirements:
         if not req.evidence:
             continue
-        matched = [
-            next((k for k in group if keyword_pattern(k).search(text)), None)
-            for group in req.evidence
-        ]
+        matched = matched_keywords(req, text)
         details[req.id] = {
             "covered": all(m is not None for m in matched),
             "matched": matched,
@@ -174,7 +154,7 @@ def llm_coverage(
             },
             max_attempts,
         )
-        usage = add_usage(usage, outcome.usage)
+        usage = add_call_usage(usage, outcome.usage)
         check: RequirementCheck | None = outcome.value
         details[req.id] = {
             "addressed": check.addressed if check else None,

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict
 
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
 
+from ima.core.state import CallUsage
 from ima.models.structured import AnswerError, ask_structured, extract_json, prompt_parts
 
 METRICS = ("scalability", "reliability", "usability", "cost_effectiveness", "documentation")
@@ -41,6 +42,36 @@ class JudgeVerdict(BaseModel):
     usability: MetricScore
     cost_effectiveness: MetricScore
     documentation: MetricScore
+
+
+class Verdict(TypedDict):
+    """A judged design, as stored: usable ("ok") or not ("failed", with the reason)."""
+
+    status: Literal["ok", "failed"]
+    scores: dict[str, int]  # criterion -> 1..10 (empty when failed)
+    rationales: dict[str, str]
+    attempts: int
+    error: str
+    warnings: list[str]  # signs the verdict is not a real assessment (verdict_warnings)
+    answers: list[str]  # the unusable answers of a failed verdict, cut to stay readable
+    usage: CallUsage | None
+    seconds: NotRequired[float]  # set by the caller that timed it
+    model: NotRequired[str]
+    seed: NotRequired[int]
+
+
+def failed_verdict(error: str, attempts: int = 0) -> Verdict:
+    """A verdict that could not be had (no design, a model error): left out of the scores."""
+    return Verdict(
+        status="failed",
+        scores={},
+        rationales={},
+        attempts=attempts,
+        error=error,
+        warnings=[],
+        answers=[],
+        usage=None,
+    )
 
 
 def verdict_schema() -> dict[str, Any]:
@@ -168,20 +199,10 @@ def judge_design(
     specification: Any,
     subject: str,
     max_attempts: int = MAX_ATTEMPTS,
-) -> dict[str, Any]:
-    """Score one design. Returns a JSON-ready verdict record:
-    status ("ok" or "failed"), scores, rationales, attempts, error, usage (kind "judge")."""
+) -> Verdict:
+    """Score one design: its verdict, JSON-ready, usage accounted under kind "judge"."""
     if not design.strip():
-        return {
-            "status": "failed",
-            "scores": {},
-            "rationales": {},
-            "attempts": 0,
-            "error": "the run produced no design to judge",
-            "warnings": [],
-            "answers": [],
-            "usage": None,
-        }
+        return failed_verdict("the run produced no design to judge")
     schema = verdict_schema()
     prompt, retry = prompt_parts(
         "judge",
@@ -201,16 +222,17 @@ def judge_design(
         max_attempts,
     )
     verdict: JudgeVerdict | None = outcome.value
-    return {
-        "status": "ok" if outcome.ok else "failed",
-        "scores": {m: getattr(verdict, m).score for m in METRICS} if verdict else {},
-        "rationales": {m: getattr(verdict, m).rationale for m in METRICS} if verdict else {},
-        "attempts": outcome.attempts,
-        "error": outcome.error,
-        "warnings": verdict_warnings({m: getattr(verdict, m).rationale for m in METRICS}, prompt)
-        if verdict
-        else [],
-        # the unusable answers, kept so a failure can be inspected (cut to stay readable)
-        "answers": [a[:2000] for a in outcome.answers] if not outcome.ok else [],
-        "usage": outcome.usage,
-    }
+    if verdict is None:
+        failed = failed_verdict(outcome.error, outcome.attempts)
+        return failed | {"answers": [a[:2000] for a in outcome.answers], "usage": outcome.usage}
+    rationales = {m: getattr(verdict, m).rationale for m in METRICS}
+    return Verdict(
+        status="ok",
+        scores={m: getattr(verdict, m).score for m in METRICS},
+        rationales=rationales,
+        attempts=outcome.attempts,
+        error="",
+        warnings=verdict_warnings(rationales, prompt),
+        answers=[],
+        usage=outcome.usage,
+    )

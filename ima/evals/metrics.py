@@ -111,6 +111,51 @@ def content_metrics_for(rows: list[dict[str, Any]]) -> list[Metric]:
     ]
 
 
+# name, label, terminal label, key in a row's content["memory"], percent (else a count)
+MEMORY_METRICS = (
+    (
+        "memory_retention_end",
+        "Memory retention at the end (%)",
+        "Mem. kept end %",
+        "retention_end",
+        True,
+    ),
+    (
+        "memory_retention_run",
+        "Memory retention over the run (%)",
+        "Mem. kept run %",
+        "retention_over_run",
+        True,
+    ),
+    ("memory_parroting", "Memory copied from its prompt (%)", "Mem. parrot %", "parroting", True),
+    ("memory_cut_off", "Memory answers cut off at the cap", "Mem. cut off", "cut_off", False),
+    ("memory_repairs", "Memory repairs before storing", "Mem. repairs", "repairs", False),
+)
+
+
+def _memory(key: str, percent: bool) -> Callable[[dict[str, Any]], float | None]:
+    """A memory metric of a row (retention, repairs); None for runs without a memory."""
+
+    def get(row: dict[str, Any]) -> float | None:
+        value = ((row.get("content") or {}).get("memory") or {}).get(key)
+        if value is None:
+            return None
+        return 100.0 * value if percent else float(value)
+
+    return get
+
+
+def memory_metrics_for(rows: list[dict[str, Any]]) -> list[Metric]:
+    """Memory rows, when any run kept a memory: retention of the task's key figures and
+    requirements (at the end, over the run), parroting of the memory prompt, repairs."""
+    if not any((r.get("content") or {}).get("memory") for r in rows):
+        return []
+    return [
+        Metric(name, label, _memory(key, percent), ",.1f" if percent else ",.2f", short=short)
+        for name, label, short, key, percent in MEMORY_METRICS
+    ]
+
+
 def _input(row: dict[str, Any], part: str) -> float | None:
     """Input tokens the backend served from its prompt cache, or evaluated anew."""
     total = (row.get("usage") or {}).get("total")
@@ -182,6 +227,7 @@ def metrics_for(rows: list[dict[str, Any]]) -> list[Metric]:
             )
         )
     out += content_metrics_for(rows)
+    out += memory_metrics_for(rows)
     out += [
         Metric(m, LABELS[m], _judge(m), ",.2f", judge=True, short=SHORT.get(m, "")) for m in METRICS
     ]

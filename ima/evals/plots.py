@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ima.core.files import atomic_writer
 from ima.evals.judge import LABELS, METRICS
 from ima.evals.metrics import metrics_for
 
@@ -64,10 +65,11 @@ def _boxes(
 
 def _save(fig: Any, path: Path) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.tmp.png")
-    fig.savefig(tmp, dpi=110, bbox_inches="tight")
-    _pyplot().close(fig)
-    tmp.replace(path)
+    try:
+        with atomic_writer(path, binary=True) as out:
+            fig.savefig(out, format="png", dpi=110, bbox_inches="tight")
+    finally:
+        _pyplot().close(fig)
     return path.name
 
 

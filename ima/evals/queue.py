@@ -18,8 +18,9 @@ from typing import Any
 
 from ima.core.errors import UserError
 from ima.runs import leases
-from ima.runs.database import Database, Sql
+from ima.runs.database import Database
 from ima.runs.leases import Lease, lease_settings
+from ima.storage.sql import Sql
 
 EVALS, JOBS, RESULTS = "ima_evals", "ima_eval_jobs", "ima_eval_results"
 STATES = ("queued", "running", "done", "failed")

@@ -9,6 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ima.core.files import write_text_atomic
 from ima.evals.calibration import calibration_md
 from ima.evals.comparison import (
     PAPER_TABLE_1,
@@ -28,7 +29,6 @@ from ima.evals.comparison import (
     system_of,
 )
 from ima.evals.judge import LABELS, METRICS
-from ima.evals.store import write_text_atomic
 
 REPORT_FILE = "report.md"
 

@@ -21,12 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from ima.core.errors import UserError
+from ima.core.files import write_json_atomic
 from ima.core.settings import RunContext
-from ima.evals.content_runs import run_content
+from ima.evals.content_runs import read_design, run_content
 from ima.evals.coverage import evidence_coverage, llm_coverage
 from ima.evals.judge import MAX_ATTEMPTS, judge_design
 from ima.evals.queue import SharedEvaluation, thread_prefix
-from ima.evals.store import ResultsStore, write_json_atomic
+from ima.evals.store import DB_FILE, RUNS_DIR, VIEW_FILE, ResultsStore
 from ima.models import load_chat_model
 from ima.runs.database import Database
 from ima.runs.leases import Lease
@@ -44,9 +45,6 @@ from ima.runs.runner import (
 from ima.tasks import Task, load_task
 from ima.view import write_view
 
-DB_FILE = "ima.sqlite"
-VIEW_FILE = "view.html"
-RUNS_DIR = "runs"
 # Settings that may differ between invocations on one eval directory (they define runs).
 PER_RUN = ("template", "token_budget", "seed")
 
@@ -273,14 +271,11 @@ class Evaluation:
         runs."""
         thread = self.thread_id(run)
         out_dir = str((self.directory / RUNS_DIR / thread).resolve())
-        registry = RunRegistry(self.db)
-        try:
+        with RunRegistry(self.db) as registry:
             record = registry.find(thread)
             if record is not None and lease is not None and record.out_dir != out_dir:
                 record.out_dir = out_dir  # resumed on another machine: files go here now
                 registry.save(record, lease)  # only while the claimed lease is still ours
-        finally:
-            registry.close()
         notify(Event("start", run, {"thread": thread, "resumed": record is not None}))
         if record is None:
             record = create_run(
@@ -331,12 +326,7 @@ class Evaluation:
         the run's final state, gives the content metrics its transcript."""
         out = Path(record.out_dir)
         info = json.loads((out / "run.json").read_text(encoding="utf-8"))
-        design = _read(out / "design.md")
-        spec_text = _read(out / "design.json")
-        try:
-            spec = json.loads(spec_text) if spec_text.strip() else None
-        except json.JSONDecodeError:
-            spec = None
+        design, spec = read_design(out)
         started = time.perf_counter()
         judge = self.judge_model()
         verdict = judge_design(
@@ -360,7 +350,7 @@ class Evaluation:
         )
         if values is not None:  # the run's page, linked from report.md
             roles = {r.id: r.name for r in self.task.roles}
-            write_view(info | {"roles": roles}, values, out / VIEW_FILE)
+            write_view(info | {"roles": roles}, values, out / VIEW_FILE, self.task)
         usage = info.get("usage") or {}
         return {
             "key": run.key,
@@ -385,10 +375,3 @@ class Evaluation:
             "out_dir": str(out),
             "finished_at": datetime.now().isoformat(timespec="seconds"),
         }
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return ""

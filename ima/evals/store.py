@@ -13,9 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from ima.core.errors import UserError
+from ima.core.files import write_json_atomic
 
+# An evaluation directory: results and configuration; the runs' checkpoints (local
+# evaluations), each run's outputs under runs/THREAD/ with its page.
 RESULTS_FILE = "results.jsonl"
 CONFIG_FILE = "config.json"
+DB_FILE = "ima.sqlite"
+RUNS_DIR = "runs"
+VIEW_FILE = "view.html"
 
 
 class ResultsStore:
@@ -71,23 +77,6 @@ class ResultsStore:
             f.write(line.encode("utf-8"))
             f.flush()
             os.fsync(f.fileno())
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with tmp.open("w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2, ensure_ascii=False)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def read_config(directory: Path) -> dict[str, Any] | None:

@@ -1,5 +1,6 @@
 """A worker: claims queued evaluation runs from the shared database, runs (or resumes) each
-with its checkpoints in that database, judges it and stores the result row there.
+with its checkpoints in that database, judges it and stores the result row there. A job of
+a planning benchmark (`ima bench pddl`) is an episode, run by ima.evals.pddl.jobs.
 
 Start as many as you like, on any machine pointing at the same database. A worker killed
 mid-run loses nothing: once its lease on the conversation expires, another worker claims
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ima.evals.pddl import jobs as pddl_jobs
 from ima.evals.queue import Job, SharedEvaluation, claim, pending, worker_id
 from ima.evals.runner import Evaluation, Event, PlannedRun, plan_from_config
 from ima.runs.database import Database
@@ -69,19 +71,15 @@ class Worker:
 
     def run_job(self, job: Job, lease: Lease) -> None:
         shared = SharedEvaluation(self.db, job.eval)
-        run = PlannedRun(**job.run)
         self.notify("start", job, {})
         try:
             config = shared.read_config()
             if config is None:
                 raise RuntimeError(f"evaluation {job.eval} has no configuration")
-            evaluation = Evaluation(plan_from_config(config), self.root / job.eval, shared)
-            if evaluation.task.fingerprint != config["task"]["fingerprint"]:
-                raise RuntimeError(
-                    f"task {config['task']['ref']} differs on this machine (fingerprint "
-                    f"{evaluation.task.fingerprint}, queued with {config['task']['fingerprint']})"
-                )
-            row = evaluation.run_one(run, lambda e: self._event(job, e), lease=lease)
+            if pddl_jobs.is_pddl(config):
+                row = pddl_jobs.run_job(shared, config, job, lease, self._progress(job))
+            else:
+                row = self._run_design(shared, config, job, lease)
         except LeaseLost as exc:  # another worker has the conversation now: not ours to mark
             self.tally.lost += 1
             self.notify("lost", job, {"error": str(exc)})
@@ -94,6 +92,20 @@ class Worker:
             shared.finish(job, self.id)
             self.tally.done += 1
             self.notify("done", job, {"row": row})
+
+    def _run_design(
+        self, shared: SharedEvaluation, config: dict[str, Any], job: Job, lease: Lease
+    ) -> dict[str, Any]:
+        evaluation = Evaluation(plan_from_config(config), self.root / job.eval, shared)
+        if evaluation.task.fingerprint != config["task"]["fingerprint"]:
+            raise RuntimeError(
+                f"task {config['task']['ref']} differs on this machine (fingerprint "
+                f"{evaluation.task.fingerprint}, queued with {config['task']['fingerprint']})"
+            )
+        return evaluation.run_one(PlannedRun(**job.run), lambda e: self._event(job, e), lease=lease)
+
+    def _progress(self, job: Job) -> Callable[[dict[str, Any]], None]:
+        return lambda detail: self.notify("event", job, {"kind": "step", **detail})
 
     def _event(self, job: Job, event: Event) -> None:
         self.notify("event", job, {"kind": event.kind, **event.detail})

@@ -17,14 +17,12 @@ from ima.longterm.pipeline import LlmDrafter, RunOutcome, learn, rule_drafter
 from ima.longterm.policy import Limits, Policy, PolicySet, load_policy
 from ima.longterm.retrieval import StartingMemory, starting_memory
 from ima.longterm.runtime import (
-    LongTermConfig,
     LongTermSession,
     check_settings,
     learn_from_run,
     load_starting_memory,
     open_long_term,
     open_session,
-    store_path,
 )
 
 __all__ = [
@@ -32,7 +30,6 @@ __all__ = [
     "InvalidToken",
     "Limits",
     "LlmDrafter",
-    "LongTermConfig",
     "LongTermError",
     "LongTermSession",
     "MemoryHub",
@@ -56,5 +53,4 @@ __all__ = [
     "resolve_principal",
     "rule_drafter",
     "starting_memory",
-    "store_path",
 ]

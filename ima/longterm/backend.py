@@ -1,10 +1,13 @@
-"""Where long-term memory lives: a LangGraph store plus the revision log that arbitrates
+"""Long-term memory's storage: a LangGraph store plus the revision log that arbitrates
 its conditional writes, in the same database.
 
-- SQLite (the default): a SqliteStore on a file (runs/memory.sqlite beside the runs
-  database) plus the revision table in the same file, each on its own connection.
-- PostgreSQL: LangGraph's PostgresStore plus the revision table, on the runs database's
-  connection pool (ima.runs.database chooses; it also runs `setup` once per process).
+- `open_sqlite(path)`: a SqliteStore plus the revision table in the same file, each on its
+  own connection (the default: runs/memory.sqlite beside the runs database).
+- `on_pool(pool)`: LangGraph's PostgresStore plus the revision table on a PostgreSQL
+  connection pool; the runs database (`ima.runs.database.open_memory_backend`) brings the
+  pool, so the library never loads a PostgreSQL driver.
+
+`ima.storage.targets.memory_location` says which one a run uses.
 """
 
 from __future__ import annotations
@@ -15,26 +18,36 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
-from langgraph.store.postgres import PostgresStore
+from langgraph.store.base import BaseStore
 from langgraph.store.sqlite import SqliteStore
 
 from ima.longterm.errors import MemoryUnavailable
-from ima.longterm.revisions import PostgresRevisionLog, SqliteRevisionLog, register
+from ima.longterm.revisions import TableRevisionLog, register
+from ima.storage.sql import pool_session, sqlite_session
+from ima.storage.sqlite import connect, connect_read_only
+from ima.storage.targets import is_url, safe_url
 
 
-def _connect(path: Path, timeout: float) -> sqlite3.Connection:
-    # SqliteStore needs autocommit (it issues its own BEGIN/COMMIT); WAL lets readers run
-    # beside a writer, the busy timeout lets several processes share the file.
-    conn = sqlite3.connect(path, timeout=timeout, check_same_thread=False, isolation_level=None)
-    try:
-        conn.execute("PRAGMA journal_mode=WAL")  # also fails fast on a file that is not SQLite
-        conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
-    except sqlite3.Error:
-        conn.close()
-        raise
-    return conn
+@dataclass
+class Backend:
+    """An opened store and its revision log; `where` names it for the run record."""
+
+    store: BaseStore
+    revisions: TableRevisionLog
+    where: str
+    connections: tuple[sqlite3.Connection, ...] = ()  # SQLite: closed with the backend
+
+    def setup(self) -> None:
+        """Create the store's and the revision log's tables (idempotent)."""
+        self.store.setup()
+        self.revisions.setup()
+
+    def close(self) -> None:
+        """SQLite: close its connections (a PostgreSQL pool belongs to the process)."""
+        for conn in self.connections:
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
 
 
 @contextlib.contextmanager
@@ -57,75 +70,49 @@ def _setup_lock(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-@dataclass
-class SqliteBackend:
-    path: Path
-    store: SqliteStore
-    revisions: SqliteRevisionLog
-
-    def close(self) -> None:
-        for conn in (self.store.conn, self.revisions.conn):
-            with contextlib.suppress(sqlite3.Error):
-                conn.close()
-
-
-def _connect_read_only(path: Path, timeout: float) -> sqlite3.Connection:
-    """A connection that never writes (`immutable` where not even the WAL index may be made)."""
-    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
-    try:
-        conn = sqlite3.connect(uri, uri=True, timeout=timeout, check_same_thread=False)
-        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
-    except sqlite3.OperationalError:
-        conn = sqlite3.connect(uri + "&immutable=1", uri=True, check_same_thread=False)
-    return conn
-
-
-def open_sqlite(path: str | Path, timeout: float = 30.0, read_only: bool = False) -> SqliteBackend:
+def open_sqlite(path: str | Path, timeout: float = 30.0, read_only: bool = False) -> Backend:
     """Open (creating if needed) the store file; MemoryUnavailable if it cannot be used.
     `read_only` (for inspection) never writes and never creates anything."""
     path = Path(path)
+    if is_url(str(path)):
+        raise MemoryUnavailable(
+            f"long-term memory at {safe_url(str(path))} is a database server: open it through "
+            "the runs database (ima.runs.database.open_memory_backend)"
+        )
     opened: list[sqlite3.Connection] = []
     try:
         if read_only:
-            opened += [_connect_read_only(path, timeout), _connect_read_only(path, timeout)]
-            store = SqliteStore(opened[0])
-            store.is_setup = True  # an existing store's tables (nothing is created read-only)
-            revisions = SqliteRevisionLog(opened[1], create=False)
-            register(store, revisions)
-            return SqliteBackend(path, store, revisions)
+            opened += [connect_read_only(path, timeout), connect_read_only(path, timeout)]
+            backend = _on_sqlite(path, opened)
+            backend.store.is_setup = True  # an existing store's tables: nothing is created
+            return backend
         path.parent.mkdir(parents=True, exist_ok=True)
         with _setup_lock(path):  # a new file's WAL switch and schema: one opener at a time
-            opened.append(_connect(path, timeout))
-            opened.append(_connect(path, timeout))
-            store = SqliteStore(opened[0])
-            store.setup()
-            revisions = SqliteRevisionLog(opened[1])
+            # SqliteStore needs autocommit (it issues its own BEGIN/COMMIT)
+            opened += [connect(path, timeout=timeout, autocommit=True) for _ in range(2)]
+            backend = _on_sqlite(path, opened)
+            backend.setup()
+        return backend
     except (OSError, sqlite3.Error) as exc:
         for conn in opened:
             conn.close()
         reason = (str(exc).splitlines() or [type(exc).__name__])[0]
         raise MemoryUnavailable(f"cannot open long-term memory store {path}: {reason}") from None
+
+
+def _on_sqlite(path: Path, conns: list[sqlite3.Connection]) -> Backend:
+    """The store on one connection, the revision log on the other."""
+    store = SqliteStore(conns[0])
+    revisions = TableRevisionLog(sqlite_session(conns[1]))
     register(store, revisions)
-    return SqliteBackend(path, store, revisions)
+    return Backend(store, revisions, str(path), tuple(conns))
 
 
-@dataclass
-class PostgresBackend:
-    store: PostgresStore
-    revisions: PostgresRevisionLog
+def on_pool(pool: Any, where: str) -> Backend:
+    """Long-term memory on a psycopg pool (autocommit, dict rows); run `setup` once."""
+    from langgraph.store.postgres import PostgresStore  # the pool's owner has psycopg
 
-    def setup(self) -> None:
-        """Create the store's and the revision log's tables (idempotent)."""
-        self.store.setup()
-        self.revisions.setup()
-
-    def close(self) -> None:
-        """Nothing to close: the pool belongs to the process's database."""
-
-
-def open_postgres(pool: Any) -> PostgresBackend:
-    """Long-term memory on a psycopg pool (autocommit, dict rows); call `setup` once."""
     store = PostgresStore(pool)
-    revisions = PostgresRevisionLog(pool)
+    revisions = TableRevisionLog(pool_session(pool))
     register(store, revisions)
-    return PostgresBackend(store, revisions)
+    return Backend(store, revisions, where)

@@ -98,7 +98,7 @@ class MemoryHub:
         **kwargs: Any,
     ) -> MemoryHub:
         """A hub on a SQLite file (created if missing, unless `read_only`); MemoryUnavailable
-        if unusable."""
+        if unusable. (A PostgreSQL store: `ima.runs.database.open_memory_hub`.)"""
         from ima.longterm.backend import open_sqlite
 
         return cls.on_backend(open_sqlite(path, timeout, read_only), principal, **kwargs)

@@ -5,12 +5,10 @@ A writer stores its new document body under a fresh key first, then claims revis
 body, re-reads and re-merges. Readers follow claims only, so they never see a body that
 lost, and a claimed body always exists (it was written before the claim).
 
-- `SqliteRevisionLog`: a table in the store's SQLite file, on its own autocommit
-  connection; the claim is one INSERT on the (namespace, key, rev) primary key, atomic
-  across threads and processes.
-- `PostgresRevisionLog`: the same table in PostgreSQL (LangGraph's PostgresStore has no
-  compare-and-set); the claim is one INSERT ... ON CONFLICT DO NOTHING on the primary key,
-  atomic across processes and machines.
+- `TableRevisionLog`: a table in the store's own database (the SQLite file on a connection
+  of its own, or PostgreSQL, whose LangGraph store has no compare-and-set); the claim is
+  one INSERT ... ON CONFLICT DO NOTHING on the (namespace, key, rev) primary key, atomic
+  across threads, processes and machines.
 - `StoreRevisionLog`: for any other BaseStore (e.g. the LangGraph server's); claims are
   items in the store, serialised by a lock, so it is sound within one process only.
 """
@@ -19,13 +17,14 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from langgraph.store.base import BaseStore
+
+from ima.storage.sql import SqlSession
 
 
 @dataclass(frozen=True)
@@ -51,103 +50,44 @@ def _ns(namespace: Namespace) -> str:
     return json.dumps(list(namespace))  # unambiguous, unlike joining labels with a separator
 
 
-class SqliteRevisionLog:
+class TableRevisionLog:
+    """Claims as rows of one table, through `session` (`ima.storage.sql`: a SQLite
+    connection of its own, or a PostgreSQL pool)."""
+
     TABLE = "ima_longterm_revisions"
-
-    def __init__(self, conn: sqlite3.Connection, create: bool = True) -> None:
-        self.conn = conn  # autocommit (isolation_level=None), not shared with the store
-        self.lock = threading.Lock()  # one connection, many threads: serialise its use
-        if create:
-            self._create()
-
-    def _create(self) -> None:
-        self.conn.execute(
-            f"CREATE TABLE IF NOT EXISTS {self.TABLE} ("
-            "namespace TEXT NOT NULL, key TEXT NOT NULL, rev INTEGER NOT NULL, "
-            "body TEXT NOT NULL, writer TEXT NOT NULL, at REAL NOT NULL, "
-            "PRIMARY KEY (namespace, key, rev))"
-        )
-
-    def head(self, namespace: Namespace, key: str) -> Revision | None:
-        with self.lock:
-            row = self.conn.execute(
-                f"SELECT rev, body, writer, at FROM {self.TABLE} WHERE namespace = ? AND key = ? "
-                "ORDER BY rev DESC LIMIT 1",
-                (_ns(namespace), key),
-            ).fetchone()
-        return Revision(*row) if row else None
-
-    def claim(self, namespace: Namespace, key: str, revision: Revision) -> bool:
-        with self.lock:
-            try:
-                self.conn.execute(
-                    f"INSERT INTO {self.TABLE} VALUES (?, ?, ?, ?, ?, ?)",
-                    (
-                        _ns(namespace),
-                        key,
-                        revision.rev,
-                        revision.body,
-                        revision.writer,
-                        revision.at,
-                    ),
-                )
-            except sqlite3.IntegrityError:
-                return False  # another writer claimed this revision first
-        return True
-
-    def history(self, namespace: Namespace, key: str) -> list[Revision]:
-        with self.lock:
-            rows = self.conn.execute(
-                f"SELECT rev, body, writer, at FROM {self.TABLE} WHERE namespace = ? AND key = ? "
-                "ORDER BY rev",
-                (_ns(namespace), key),
-            ).fetchall()
-        return [Revision(*r) for r in rows]
-
-
-class PostgresRevisionLog:
-    TABLE = SqliteRevisionLog.TABLE
     DDL = (
         f"CREATE TABLE IF NOT EXISTS {TABLE} ("
         "namespace TEXT NOT NULL, key TEXT NOT NULL, rev BIGINT NOT NULL, "
         "body TEXT NOT NULL, writer TEXT NOT NULL, at DOUBLE PRECISION NOT NULL, "
         "PRIMARY KEY (namespace, key, rev))"
     )
+    _SELECT = f"SELECT rev, body, writer, at FROM {TABLE} WHERE namespace = %s AND key = %s"
 
-    def __init__(self, pool: Any) -> None:
-        self.pool = pool  # psycopg_pool.ConnectionPool, autocommit connections
+    def __init__(self, session: SqlSession) -> None:
+        self.session = session
 
     def setup(self) -> None:
-        with self.pool.connection() as conn:
-            conn.execute(self.DDL)
-
-    def _rows(self, sql: str, params: tuple[Any, ...]) -> list[Revision]:
-        with self.pool.connection() as conn:
-            rows = conn.execute(sql, params).fetchall()
-        return [Revision(r["rev"], r["body"], r["writer"], r["at"]) for r in rows]
+        """Create the table (idempotent)."""
+        with self.session() as sql:
+            sql.execute(self.DDL)
 
     def head(self, namespace: Namespace, key: str) -> Revision | None:
-        rows = self._rows(
-            f"SELECT rev, body, writer, at FROM {self.TABLE} WHERE namespace = %s AND key = %s "
-            "ORDER BY rev DESC LIMIT 1",
-            (_ns(namespace), key),
-        )
-        return rows[0] if rows else None
+        with self.session() as sql:
+            row = sql.one(f"{self._SELECT} ORDER BY rev DESC LIMIT 1", (_ns(namespace), key))
+        return Revision(**row) if row else None
 
     def claim(self, namespace: Namespace, key: str, revision: Revision) -> bool:
-        with self.pool.connection() as conn:
-            cur = conn.execute(
+        with self.session() as sql:
+            added = sql.execute(
                 f"INSERT INTO {self.TABLE} VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
                 (_ns(namespace), key, revision.rev, revision.body, revision.writer, revision.at),
             )
-            return cur.rowcount == 1  # 0: another writer claimed this revision first
+        return added == 1  # 0: another writer claimed this revision first
 
     def history(self, namespace: Namespace, key: str) -> list[Revision]:
-        return self._rows(
-            f"SELECT rev, body, writer, at FROM {self.TABLE} WHERE namespace = %s AND key = %s "
-            "ORDER BY rev",
-            (_ns(namespace), key),
-        )
+        with self.session() as sql:
+            rows = sql.all(f"{self._SELECT} ORDER BY rev", (_ns(namespace), key))
+        return [Revision(**r) for r in rows]
 
 
 _LOCKS: weakref.WeakKeyDictionary[BaseStore, threading.Lock] = weakref.WeakKeyDictionary()

@@ -2,8 +2,10 @@
 failure into a report ("unavailable: why") so the run goes on without long-term memory
 and says so; none of them ever puts memory contents in a report or a log.
 
-- `open_long_term(settings, db)`  (runner, around a run): opens the store, which goes to
-  `compile_graph(..., store=...)` (the LangGraph server brings its own store instead).
+- `open_long_term(settings, db)`  (runner, around a run): opens the store where
+  `ima.storage.targets.memory_location` says it lives (`memory_store`, else beside the runs
+  database `db`), which goes to `compile_graph(..., store=...)` (the LangGraph server
+  brings its own store instead).
 - `load_starting_memory(settings, roles, runtime.store)`  (setup node): starting texts
   per role and the report of what was loaded.
 - `learn_from_run(settings, runtime.store, thread, values)`  (learning node, after the
@@ -13,10 +15,8 @@ and says so; none of them ever puts memory contents in a report or a log.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,65 +24,33 @@ from langgraph.store.base import BaseStore
 
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
+from ima.longterm.backend import Backend, open_sqlite
 from ima.longterm.errors import LongTermError
 from ima.longterm.hub import Clock, MemoryHub
 from ima.longterm.namespaces import resolve_principal
 from ima.longterm.pipeline import Drafter, RunOutcome, learn, rule_drafter
-from ima.longterm.policy import PolicySet, load_policy
+from ima.longterm.policy import load_policy
 from ima.longterm.retrieval import starting_memory
+from ima.storage.targets import memory_location
 
 log = logging.getLogger(__name__)
-STORE_FILE = "memory.sqlite"
 FINISHED = ("finalized", "turn_cap", "failed")
 
 
-@dataclass(frozen=True)
-class LongTermConfig:
-    """The long-term settings of a run, read from RunContext fields when they exist."""
-
-    enabled: bool = True
-    principal: str = ""  # empty: IMA_PRINCIPAL, else the OS user
-    store_path: str = ""  # empty: IMA_MEMORY_STORE, else memory.sqlite beside the runs DB
-    budget_tokens: int = 300
-    policy_path: str = ""
-
-    @classmethod
-    def from_settings(cls, settings: RunContext) -> LongTermConfig:
-        return cls(
-            enabled=settings.long_term,
-            principal=settings.principal,
-            store_path=settings.memory_store,
-            budget_tokens=settings.long_term_budget,
-            policy_path=settings.long_term_policy,
-        )
-
-    def principal_id(self) -> str:
-        return resolve_principal(self.principal)
-
-    def policies(self) -> PolicySet:
-        return load_policy(self.policy_path)
-
-
-def store_path(configured: str = "", db: Path | None = None) -> Path:
-    """Where the SQLite store lives: explicit, IMA_MEMORY_STORE, or beside the runs DB."""
-    if configured:
-        return Path(configured)
-    if os.environ.get("IMA_MEMORY_STORE"):
-        return Path(os.environ["IMA_MEMORY_STORE"])
-    if db is None:
-        db = Path(os.environ.get("IMA_DB") or Path("runs") / "ima.sqlite")
-    return db.parent / STORE_FILE
+def hub_options(settings: RunContext, clock: Clock | None = None) -> dict[str, Any]:
+    """The principal and the keyword arguments of a MemoryHub for a run's settings (its
+    `principal`, `long_term_policy`): UserError for a bad principal or policy file."""
+    options: dict[str, Any] = {
+        "principal": resolve_principal(settings.principal),
+        "policies": load_policy(settings.long_term_policy),
+    }
+    return options | ({"clock": clock} if clock else {})
 
 
 def check_settings(settings: RunContext) -> None:
     """Fail before a run exists on a bad principal or policy file (UserError)."""
-    config = LongTermConfig.from_settings(settings)
-    if not config.enabled:
-        return
-    config.principal_id()
-    config.policies()
-    if config.budget_tokens < 0:
-        raise UserError("long-term budget must be >= 0 (--long-term-budget)")
+    if settings.long_term:
+        hub_options(settings)
 
 
 def _unavailable(reason: str) -> dict[str, Any]:
@@ -123,33 +91,28 @@ class LongTermSession:
             self.hub.close()
 
 
-# Opens the store the runs database chooses (ima.runs.database): (backend, where) where
-# backend has `.store`, `.revisions` and `.close()`, and `where` names it for the record.
-BackendOpener = Callable[[], tuple[Any, str]]
+# Opens long-term memory at a location (a SQLite file, or a URL for the runs database's
+# opener, which has the PostgreSQL driver): (location, timeout) -> Backend.
+BackendOpener = Callable[[str, float], Backend]
 
 
 def open_session(
     settings: RunContext,
-    db: Path | BackendOpener | None = None,
+    db: str | Path | None = None,
     *,
+    opener: BackendOpener = open_sqlite,
     clock: Clock | None = None,
     timeout: float = 30.0,
 ) -> LongTermSession:
-    """`db`: the runs database's opener (any engine), or a SQLite runs file beside which
-    memory.sqlite lives (None: IMA_DB's directory)."""
-    config = LongTermConfig.from_settings(settings)
-    if not config.enabled:
+    """Long-term memory for a run whose runs database is `db` (a SQLite path or a
+    postgresql:// URL; None: IMA_DB), where `memory_location` says it lives, opened by
+    `opener` (the runner passes `ima.runs.database.open_memory_backend`)."""
+    if not settings.long_term:
         return LongTermSession(None, {"enabled": False})  # the user's choice: no note
     try:
-        kwargs: dict[str, Any] = {"policies": config.policies()}
-        if clock:
-            kwargs["clock"] = clock
-        if callable(db):
-            backend, where = db()
-            hub = MemoryHub.on_backend(backend, config.principal_id(), **kwargs)
-        else:
-            where = str(store_path(config.store_path, db))
-            hub = MemoryHub.open(where, config.principal_id(), timeout=timeout, **kwargs)
+        options = hub_options(settings, clock)
+        backend = opener(memory_location(settings.memory_store, db), timeout)
+        hub = MemoryHub.on_backend(backend, **options)
     except (LongTermError, UserError) as exc:
         log.info("long-term memory unavailable: %s", exc)
         return LongTermSession(None, _unavailable(str(exc)))
@@ -157,12 +120,12 @@ def open_session(
         reason = f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}"
         log.info("long-term memory unavailable: %s", reason)
         return LongTermSession(None, _unavailable(reason))
-    return LongTermSession(hub, {"enabled": True, "available": True, "store": where})
+    return LongTermSession(hub, {"enabled": True, "available": True, "store": backend.where})
 
 
 @contextmanager
 def open_long_term(
-    settings: Any, db: Path | BackendOpener | None = None, **kwargs: Any
+    settings: Any, db: str | Path | None = None, **kwargs: Any
 ) -> Iterator[LongTermSession]:
     """The session for one run (`with open_long_term(settings, db) as lt:`)."""
     session = open_session(settings, db, **kwargs)
@@ -183,8 +146,7 @@ def learn_from_run(
 ) -> dict[str, Any]:
     """For the learning node: draft, screen and merge the finished run's lessons through the
     graph's store. A report, never an exception: a store failure must not fail the run."""
-    config = LongTermConfig.from_settings(settings)
-    if not config.enabled:
+    if not settings.long_term:
         return {"enabled": False}
     if store is None:
         return _unavailable("no store attached to the graph") | {"learned": False}
@@ -192,10 +154,7 @@ def learn_from_run(
     if status not in FINISHED:
         return {"enabled": True, "learned": False, "reason": f"run not finished ({status})"}
     try:
-        kwargs: dict[str, Any] = {"policies": config.policies()}
-        if clock:
-            kwargs["clock"] = clock
-        hub = MemoryHub(store, config.principal_id(), **kwargs)
+        hub = MemoryHub(store, **hub_options(settings, clock))
         report = learn(hub, RunOutcome.from_values(thread_id, values), drafter)
     except (LongTermError, UserError) as exc:
         log.info("long-term memory: learning from %s failed: %s", thread_id, exc)
@@ -212,17 +171,13 @@ def load_starting_memory(
 ) -> tuple[dict[str, str], dict[str, Any]]:
     """For the setup node: (starting memory text per role, report for the run record).
     Uses the graph's store (`runtime.store`); without one, long-term memory is not used."""
-    config = LongTermConfig.from_settings(settings)
-    if not config.enabled:
+    if not settings.long_term:
         return {}, {"enabled": False}
     if store is None:
         return {}, _unavailable("no store attached to the graph")
     try:
-        kwargs: dict[str, Any] = {"policies": config.policies()}
-        if clock:
-            kwargs["clock"] = clock
-        hub = MemoryHub(store, config.principal_id(), **kwargs)
-        result = starting_memory(hub, roles, config.budget_tokens)
+        hub = MemoryHub(store, **hub_options(settings, clock))
+        result = starting_memory(hub, roles, settings.long_term_budget)
     except (LongTermError, UserError) as exc:
         log.info("long-term memory unavailable at run start: %s", exc)
         return {}, _unavailable(str(exc))

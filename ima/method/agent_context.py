@@ -38,7 +38,7 @@ from ima.method.prompting import (
     system_prompt,
     task_prompt,
 )
-from ima.method.schedule import speaker_after, voters
+from ima.method.schedule import is_vote, speaker_after
 from ima.tasks import Task
 
 
@@ -148,7 +148,7 @@ def instruction_for(task: Task, role_id: str, state: Mapping[str, Any]) -> str:
             phase_instruction=phase.instruction,
             next_speaker=speaker_after(schedule, state),
         )
-    if phase.name == "consensus" and role_id in voters(schedule):
+    if is_vote(schedule, role_id, phase.name):
         return prompts.render("instruction_voter", phase_instruction=phase.instruction)
     return prompts.render("instruction_worker", phase_instruction=phase.instruction)
 

@@ -26,7 +26,7 @@ def voters(schedule: Schedule) -> list[str]:
 
 def is_vote(schedule: Schedule, role_id: str, phase: str) -> bool:
     """Whether this role's turn in this phase is a vote (only votes are read as votes)."""
-    return phase == "consensus" and role_id in voters(schedule)
+    return phase == schedule.voting_phase and role_id in voters(schedule)
 
 
 def initial_position(schedule: Schedule) -> dict[str, Any]:
@@ -67,7 +67,7 @@ def advance_schedule(
 
     order = round_order(schedule)
     phase, phase_round, votes = state["phase"], state["phase_round"], dict(state["votes"])
-    if phase == "consensus" and last["speaker"] in voters(schedule):
+    if phase == schedule.voting_phase and last["speaker"] in voters(schedule):
         votes[last["speaker"]] = next((f for f in last["flags"] if f in ("ACCEPT", "REJECT")), "")
 
     position = state["position"] + 1
@@ -77,7 +77,7 @@ def advance_schedule(
     # A round is complete.
     names = [p.name for p in schedule.phases]
     index = names.index(phase)
-    if phase == "consensus":
+    if phase == schedule.voting_phase:
         if all(votes.get(v) == "ACCEPT" for v in voters(schedule)):
             return {"votes": votes, "consensus": True, "next_speaker": schedule.facilitator}
         if phase_round < schedule.phases[index].rounds:

@@ -9,6 +9,7 @@ eight roles loads a local model once.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from functools import cache
 
@@ -131,18 +132,27 @@ def _load(
         raise UserError(f"cannot load model {spec!r}: {str(exc).splitlines()[0]}") from None
 
 
-def _backend(model: Runnable) -> str:
-    """The chat model class behind `model`, also through `.bind(...)` wrappers."""
+# Backends whose own options this module uses, as (module, class). A model can only be an
+# instance of a class whose module is loaded, so recognising one imports nothing.
+OLLAMA = ("langchain_ollama", "ChatOllama")
+EMBEDDED = ("ima.models.llamacpp", "EmbeddedChatModel")
+SCRIPTED = ("ima.models.scripted", "ScriptedChatModel")
+
+
+def is_backend(model: Runnable, backend: tuple[str, str]) -> bool:
+    """Whether `model`, also through `.bind(...)` wrappers, is an instance of `backend`'s
+    class (or a subclass)."""
     while isinstance(model, RunnableBinding):
         model = model.bound
-    return type(model).__name__
+    cls = getattr(sys.modules.get(backend[0]), backend[1], None)
+    return isinstance(cls, type) and isinstance(model, cls)
 
 
 def json_constrained(model: Runnable, schema: dict) -> Runnable:
     """`model` bound to emit JSON following `schema` where the backend can enforce it."""
-    if _backend(model) == "ChatOllama":
+    if is_backend(model, OLLAMA):
         return model.bind(format=schema)
-    if _backend(model) == "EmbeddedChatModel":  # a llama.cpp grammar from the schema
+    if is_backend(model, EMBEDDED):  # a llama.cpp grammar from the schema
         return model.bind(response_format={"type": "json_object", "schema": schema})
     return model
 
@@ -163,22 +173,21 @@ def parallel_calls(settings: RunContext) -> int:
 
 def describe_model(model: BaseChatModel) -> str:
     """Backend, model and where it runs, for the header of every run."""
-    from langchain_ollama import ChatOllama
-
-    if isinstance(model, ChatOllama):
-        return f"Ollama · {model.model} · at {model.base_url}"
-    kind = type(model).__name__
-    if kind == "EmbeddedChatModel":
+    if is_backend(model, OLLAMA):
+        return f"Ollama · {getattr(model, 'model', '')} · at {getattr(model, 'base_url', '')}"
+    if is_backend(model, EMBEDDED):
         path = getattr(model, "model_path", "")
         return f"llama.cpp embedded · {os.path.basename(path)} · in this process"
-    if kind == "ScriptedChatModel":
+    if is_backend(model, SCRIPTED):
         return "scripted test model · deterministic · in this process"
     name = getattr(model, "model_name", None) or getattr(model, "model", "")
-    return f"{kind} · {name}"
+    return f"{type(model).__name__} · {name}"
 
 
 def limit_output(model: BaseChatModel, max_tokens: int) -> BaseChatModel:
     """A copy of `model` that stops after `max_tokens` output tokens, where the backend
     supports it (small local models can ramble to their context limit)."""
-    field = {"ChatOllama": "num_predict", "EmbeddedChatModel": "max_tokens"}.get(_backend(model))
-    return model.model_copy(update={field: max_tokens}) if field else model
+    for backend, field in ((OLLAMA, "num_predict"), (EMBEDDED, "max_tokens")):
+        if is_backend(model, backend):
+            return model.model_copy(update={field: max_tokens})
+    return model

@@ -78,6 +78,10 @@ class ScriptedChatModel(BaseChatModel):
             return self._memory(prompt, edit=ask.startswith("# Edit"))
         if ask.startswith("# Prepare your memory template"):
             return self._template(prompt)
+        if ask.startswith("# Step "):  # the planning benchmark: the next action
+            return self._action(prompt)
+        if ask.startswith("# Summarise the trajectory"):
+            return self._summary(ask)
         if ask.startswith(("# Write the JSON specification", "# Fix the JSON specification")):
             return self._specification(prompt)
         if "# Review a design" in prompt:
@@ -169,6 +173,21 @@ class ScriptedChatModel(BaseChatModel):
             notes = [*old[key], additions[key]] if key in additions else old[key]
             answer[key] = list(dict.fromkeys(notes))[-keep:]
         return json.dumps(answer)
+
+    def _action(self, prompt: str) -> str:
+        """A random walk that reads its prompt: an action from the valid actions the latest
+        observation listed, else a request for that list."""
+        observations = re.findall(r"^Observation \d+: (.*)$", prompt, re.M)
+        latest = observations[-1] if observations else ""
+        if latest.startswith("Valid actions now: "):
+            actions = latest.removeprefix("Valid actions now: ").split(", ")
+            return self._rng(prompt).choice(actions)
+        return "check valid actions"
+
+    def _summary(self, ask: str) -> str:
+        steps = [line for line in _between(ask, "## Steps since").splitlines() if line.strip()]
+        done = "; ".join(" ".join(line.split()[:8]) for line in steps[-3:]) or "nothing yet"
+        return f"Done: {done}.\nNext: keep going towards the goal."
 
     def _template(self, prompt: str) -> str:
         role = self._role(prompt)

@@ -16,14 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import BaseModel
 
 from ima import prompts
-from ima.core.state import CallUsage
+from ima.core.state import CallUsage, add_call_usage, zero_usage
 from ima.models import json_constrained, limit_output
-from ima.models.calls import call_model
+from ima.models.calls import invoke_model
 
 RETRY_MARKER = "<!-- retry -->"
 # llama.cpp's default completion limit is too short for a five-criteria verdict.
@@ -42,16 +42,6 @@ def prompt_parts(name: str, **fields: object) -> tuple[str, Callable[[str], str]
     return main.strip().format_map(fields), lambda error: retry.strip().format_map(
         {**fields, "error": error}
     )
-
-
-def zero_usage() -> CallUsage:
-    return CallUsage(
-        input_tokens=0, output_tokens=0, calls=0, seconds=0.0, estimated_calls=0, cached_tokens=0
-    )
-
-
-def add_usage(a: CallUsage, b: CallUsage) -> CallUsage:
-    return CallUsage(**{k: a.get(k, 0) + b.get(k, 0) for k in a})  # type: ignore[typeddict-item]
 
 
 def _as_message(out: dict[str, Any]) -> AIMessage:
@@ -95,6 +85,18 @@ def can_constrain(model: BaseChatModel) -> bool:
     return json_constrained(model, {"type": "object"}) is not model
 
 
+def answers_in_json(model: BaseChatModel) -> bool:
+    """Whether `structured_runnable` gets JSON from the backend itself (a grammar, Ollama
+    `format`, tool calling) rather than finding it in free text."""
+    if can_constrain(model):
+        return True
+    try:
+        model.with_structured_output({"title": "probe", "type": "object", "properties": {}})
+    except (NotImplementedError, ValueError, TypeError):
+        return False
+    return True
+
+
 def extract_json(text: str) -> Any:
     """The JSON value in a model's answer: fenced, surrounded by prose, or with trailing commas."""
     body = re.sub(r"^\s*```(?:json)?\s*|\s*```\s*$", "", text.strip())
@@ -124,6 +126,7 @@ class Outcome:
     error: str = ""
     answers: list[str] = field(default_factory=list)
     usage: CallUsage = field(default_factory=zero_usage)
+    cut_off: bool = False  # the last answer stopped at the backend's output cap
 
     @property
     def ok(self) -> bool:
@@ -139,25 +142,37 @@ def ask_structured(
     parse: Callable[[str], T],
     metadata: dict[str, Any],
     max_attempts: int = 3,
+    *,
+    system: str = "",
+    max_tokens: int | None = None,
 ) -> Outcome:
     """Ask, parse, and on an unusable answer ask again showing the problem.
 
-    Model failures (network, timeouts) propagate: they are not verdicts. Every attempt's
-    tokens are accounted under `metadata["ima_kind"]`.
+    `system` opens the conversation as a system message; `max_tokens` caps each answer
+    where the backend supports it. An answer the backend stopped at its output cap is
+    incomplete, so it is unusable whatever it holds. Model failures (network, timeouts)
+    propagate: they are not verdicts. Every attempt's tokens are accounted under
+    `metadata["ima_kind"]`.
     """
-    runnable = structured_runnable(model, schema_model, json_schema)
+    runnable = structured_runnable(model, schema_model, json_schema, max_tokens)
     outcome = Outcome()
-    messages: list[BaseMessage] = [HumanMessage(prompt)]
+    opening: list[BaseMessage] = [SystemMessage(system)] if system else []
+    messages: list[BaseMessage] = [*opening, HumanMessage(prompt)]
     for attempt in range(1, max_attempts + 1):
-        text, usage = call_model(runnable, messages, {**metadata, "ima_attempt": attempt})
-        outcome.attempts, outcome.usage = attempt, add_usage(outcome.usage, usage)
+        reply = invoke_model(runnable, messages, {**metadata, "ima_attempt": attempt})
+        text = reply.text
+        outcome.attempts, outcome.usage = attempt, add_call_usage(outcome.usage, reply.usage)
         outcome.answers.append(text)
+        outcome.cut_off = reply.cut_off
         try:
+            if reply.cut_off:
+                raise AnswerError("it stopped at the length limit before it was complete")
             outcome.value, outcome.error = parse(text), ""
             return outcome
         except AnswerError as exc:
             outcome.error = str(exc)
         messages = [
+            *opening,
             HumanMessage(prompt),
             AIMessage(text),
             HumanMessage(retry_prompt(outcome.error)),

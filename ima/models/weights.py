@@ -12,12 +12,12 @@ import hashlib
 import os
 import shlex
 import sys
-import tempfile
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from ima.core.errors import UserError
+from ima.core.files import atomic_writer
 
 __all__ = [
     "DEFAULT_MODEL_FILE",
@@ -99,22 +99,6 @@ def _is_verified(path: Path) -> bool:
         return False
 
 
-def _write_atomic(target: Path, write: Any) -> None:
-    # Temp file in the same directory, then os.replace: readers (other processes
-    # starting at the same time) never see a half-written file.
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            write(out)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; the cache may be shared by users
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def ensure_default_gguf(cache_dir: Path | None = None) -> Path:
     """Return the path of the default GGUF, assembling it from the part packages once."""
     directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
@@ -139,8 +123,11 @@ def ensure_default_gguf(cache_dir: Path | None = None) -> Path:
 
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        _write_atomic(target, copy_parts)
-        _write_atomic(_marker(target), lambda out: out.write(DEFAULT_MODEL_SHA256.encode() + b"\n"))
+        # readers (other processes starting at the same time) never see a half-written file
+        with atomic_writer(target, binary=True) as out:
+            copy_parts(out)
+        with atomic_writer(_marker(target), binary=True) as out:
+            out.write(DEFAULT_MODEL_SHA256.encode() + b"\n")
     except OSError as exc:
         raise ModelSetupError(
             f"cannot write the model to {directory} ({exc.strerror or exc}); free 500 MB "

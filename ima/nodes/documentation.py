@@ -1,5 +1,8 @@
-"""The documentation node (the finaliser role, DJE in the case study): the final Markdown
-design, then a JSON specification validated against the task's schema, repaired once."""
+"""The documentation node (the finaliser role, DJE in the case study): the final design's
+required sections (`ima.method.final_design`), then a JSON specification validated against
+the task's schema. Both are asked through the models layer's ask/parse/repair loop: an
+answer that misses a section or fails validation is asked for once more, showing the
+problem; what still misses is marked missing, never left silently empty."""
 
 from __future__ import annotations
 
@@ -9,16 +12,14 @@ from collections.abc import Callable
 from typing import Any
 
 import jsonschema
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
-from ima import prompts
 from ima.core.settings import RunContext
-from ima.core.state import CallUsage, FinalOutput, State
-from ima.core.state import add_usage as _add
+from ima.core.state import FinalOutput, State, add_call_usage
 from ima.method.agent_context import build_question_prompt
-from ima.models import Models, json_constrained, limit_output
-from ima.models.calls import call_model
+from ima.method.final_design import DESIGN_SECTIONS, design_schema, design_tokens, read_design
+from ima.models import Models
+from ima.models.structured import AnswerError, answers_in_json, ask_structured, prompt_parts
 from ima.tasks import Task
 
 
@@ -41,50 +42,86 @@ def parse_spec(text: str, schema: dict[str, Any]) -> tuple[dict[str, Any] | None
     return spec, f"at {where}: {error.message}"
 
 
-DOCUMENT_TOKENS = 900  # bounds each documentation call; the specification fits well within
+# Bounds a Markdown design and each specification answer (the data-pipeline schema fits well
+# within); a design in JSON gets room for the fullest answer its schema allows.
+DOCUMENT_TOKENS = 900
+ATTEMPTS = 2  # an unusable answer is asked for once more
 
 
 def make_documentation_node(task: Task, models: Models) -> Callable[..., dict[str, Any]]:
     role_id = task.schedule.finalizer
     schema_text = json.dumps(task.output_schema, indent=2)
+    spec_schema = {"title": "specification", **task.output_schema}
+    titles = {s.key: s.title for s in DESIGN_SECTIONS}
+
+    def parse_design(text: str) -> Any:
+        design = read_design(text)
+        if design.missing:
+            named = ", ".join(f'"{titles[key]}"' for key in design.missing)
+            raise AnswerError(f"it leaves {named} missing or empty")
+        return design
+
+    def parse_valid_spec(text: str) -> Any:
+        spec, error = parse_spec(text, task.output_schema)
+        if error:
+            raise AnswerError(error)
+        return spec
 
     def documentation(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         settings = runtime.context
+        model = models.agent(settings)
         ending = (
             "all agents accepted" if state["consensus"] else "turn cap reached without consensus"
         )
-        question = prompts.render("documentation", ending=ending, finalizer=role_id)
+        in_json = answers_in_json(model)  # else Markdown headings, read the same way
+        question, retry = prompt_parts(
+            "documentation_json" if in_json else "documentation", ending=ending, finalizer=role_id
+        )
+        # The recent turns in the run's prompt layout; the specification opens the same way.
         prompt = build_question_prompt(task, role_id, state, settings, question)
-        system = prompt.messages[0].text  # the specification is asked with the same opening
-        model = limit_output(models.agent(settings), DOCUMENT_TOKENS)
-        usage: dict[str, dict[str, CallUsage]] = {}
+        system, asked = (m.text for m in prompt.messages)
+        meta = {"ima_role": role_id}
+        written = ask_structured(
+            model,
+            design_schema(),
+            design_schema(),
+            asked,
+            retry,
+            parse_design,
+            {**meta, "ima_kind": "documentation"},
+            ATTEMPTS,
+            system=system,
+            max_tokens=design_tokens() if in_json else DOCUMENT_TOKENS,
+        )
+        if written.ok:
+            design = written.value
+        else:  # the complete sections of the last answer; the others are marked missing
+            design = read_design(written.answers[-1], cut_off=written.cut_off)
+        markdown = design.render()
 
-        def call(runnable: Any, messages: list[Any], meta: dict[str, Any]) -> str:
-            nonlocal usage
-            text, call_usage = call_model(runnable, messages, {"ima_role": role_id, **meta})
-            usage = _add(usage, {role_id: {"documentation": call_usage}})
-            return text
+        ask_spec, fix_spec = prompt_parts("specification", schema=schema_text, design=markdown)
+        specified = ask_structured(
+            model,
+            spec_schema,
+            task.output_schema,
+            ask_spec,
+            fix_spec,
+            parse_valid_spec,
+            {**meta, "ima_kind": "specification"},
+            ATTEMPTS,
+            system=system,
+            max_tokens=DOCUMENT_TOKENS,
+        )
+        spec = specified.value
+        if not specified.ok:  # keep the invalid object, if any, for people to see
+            spec, _ = parse_spec(specified.answers[-1], task.output_schema)
 
-        design = call(model, prompt.messages, {"ima_kind": "documentation"})
-        spec_messages: list[Any] = [
-            SystemMessage(system),
-            HumanMessage(prompts.render("specification", schema=schema_text, design=design)),
-        ]
-        constrained = json_constrained(model, task.output_schema)
-        answer = call(constrained, spec_messages, {"ima_kind": "specification", "ima_attempt": 1})
-        spec, error = parse_spec(answer, task.output_schema)
-        if error:  # one repair attempt, shown the validation problem
-            spec_messages += [
-                AIMessage(answer),
-                HumanMessage(prompts.render("specification_repair", error=error, previous=answer)),
-            ]
-            answer = call(
-                constrained, spec_messages, {"ima_kind": "specification", "ima_attempt": 2}
-            )
-            spec, error = parse_spec(answer, task.output_schema)
-
+        error = specified.error
         status = "failed" if error else ("finalized" if state["consensus"] else "turn_cap")
-        final = FinalOutput(markdown=design, spec=spec, valid=not error, error=error)
-        return {"final": final, "status": status, "usage": usage}
+        final = FinalOutput(
+            markdown=markdown, spec=spec, valid=not error, error=error, missing=design.missing
+        )
+        usage = add_call_usage(written.usage, specified.usage)  # both are the documentation's calls
+        return {"final": final, "status": status, "usage": {role_id: {"documentation": usage}}}
 
     return documentation

@@ -15,7 +15,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, interrupt
 
 from ima import prompts
-from ima.core.state import CallUsage, State, Turn
+from ima.core.state import State, Turn, zero_usage
 from ima.core.tokens import count_tokens
 from ima.method.agent_context import render_turn
 from ima.method.schedule import round_order
@@ -58,14 +58,12 @@ def make_review_node(task: Task) -> Callable[..., Command]:
             content=feedback,
             flags=[],
             tokens=count_tokens(render_turn(index, HUMAN, feedback)),
-            usage=CallUsage(
-                input_tokens=0, output_tokens=0, calls=0, seconds=0.0, estimated_calls=0
-            ),
+            usage=zero_usage(),
         )
         runtime.stream_writer(
             {"event": "turn", "turn": index, "speaker": HUMAN, "phase": state["phase"], "flags": []}
         )
-        back = phases[max(phases.index("consensus") - 1, 0)]
+        back = phases[max(phases.index(schedule.voting_phase) - 1, 0)]
         return Command(
             goto=round_order(schedule)[0],
             update={

@@ -14,7 +14,6 @@ import sqlite3
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from langgraph.channels.delta import DeltaChannel
@@ -24,8 +23,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from ima.runs.database import Sql
-from ima.runs.sqlite import connect
+from ima.storage.sql import Sql
 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
@@ -289,30 +287,17 @@ def _compact_postgres(
         cur.execute(_PG_UNREFERENCED_BLOBS, (thread_id,))
 
 
-@contextmanager
-def open_sqlite_checkpointer(path: Path, read_only: bool = False) -> Iterator[Checkpointer]:
-    conn = connect(path, read_only=read_only)
-    try:
-        saver = Checkpointer(conn, serde=CompressedSerializer())
-        if read_only:
-            saver.is_setup = True  # the tables exist, or there is nothing to read
-        else:
-            saver.setup()
-        yield saver
-    finally:
-        conn.close()
+def sqlite_checkpointer(conn: sqlite3.Connection, set_up: bool = True) -> Checkpointer:
+    """A saver on an open connection (not autocommit: SqliteSaver commits its own writes);
+    `set_up` creates LangGraph's tables (a read-only file has them, or nothing to read)."""
+    saver = Checkpointer(conn, serde=CompressedSerializer())
+    if set_up:
+        saver.setup()
+    else:
+        saver.is_setup = True
+    return saver
 
 
 def postgres_checkpointer(pool: Any) -> PostgresCheckpointer:
-    """A saver on the pool; LangGraph's tables are set up once per process (set_up)."""
+    """A saver on the pool; its tables are set up once per process (`Database.set_up`)."""
     return PostgresCheckpointer(pool, serde=CompressedSerializer())
-
-
-@contextmanager
-def open_checkpointer(db: Any) -> Iterator[BaseCheckpointSaver]:
-    """The saver of a database: a SQLite path, a postgresql:// URL or a Database."""
-    from ima.runs.database import open_database
-
-    database = open_database(db)
-    with database.checkpointer() as saver:
-        yield saver

@@ -2,73 +2,39 @@
 `postgresql://` URL puts them in PostgreSQL.
 
 `open_database(--db or IMA_DB)` is the one place that decides; the run registry, the
-checkpoints, the thread leases, long-term memory (unless `memory_store` names another place)
-and evaluation results all take their connection from the `Database` it returns. Statements
-are written once, with `%s` placeholders and `{now}` for the database's clock (seconds since
-the epoch), and run unchanged on both engines.
+checkpoints, the thread leases and evaluation results all take their connection from the
+`Database` it returns (long-term memory too, where `ima.storage.targets.memory_location` says). Statements
+are written once (`ima.storage.sql`) and run unchanged on both engines.
 """
 
 from __future__ import annotations
 
-import atexit
 import errno
-import re
 import sqlite3
 import threading
-import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from ima.core.errors import UserError
-from ima.runs.sqlite import connect, default_target
-
-POSTGRES_SCHEMES = ("postgresql", "postgres")
-_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
-Row = dict[str, Any]
-
-
-class Sql:
-    """Statements on one connection: rows come back as dicts on both engines."""
-
-    def __init__(self, conn: Any, postgres: bool) -> None:
-        self.conn = conn
-        self.postgres = postgres
-
-    def _text(self, sql: str) -> str:
-        now = (
-            "EXTRACT(EPOCH FROM clock_timestamp())::float8"
-            if self.postgres
-            else "((julianday('now') - 2440587.5) * 86400.0)"
-        )
-        sql = sql.replace("{now}", now)
-        return sql if self.postgres else sql.replace("%s", "?")
-
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        """Run a statement; the number of rows it changed."""
-        cur = self.conn.execute(self._text(sql), tuple(params))
-        return cur.rowcount
-
-    def all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        cur = self.conn.execute(self._text(sql), tuple(params))
-        if self.postgres:
-            return list(cur.fetchall())
-        names = [d[0] for d in cur.description or ()]
-        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
-
-    def one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
-        rows = self.all(sql, params)
-        return rows[0] if rows else None
+from ima.longterm.backend import Backend, on_pool, open_sqlite
+from ima.longterm.hub import MemoryHub
+from ima.runs.checkpoints import Checkpointer, postgres_checkpointer, sqlite_checkpointer
+from ima.storage import postgres
+from ima.storage.sql import Sql
+from ima.storage.sqlite import connect, connect_read_only
+from ima.storage.targets import check_url, default_target, is_url, safe_url
 
 
 class Database(ABC):
-    """Where runs live; `label` names it in messages (a URL without its password)."""
+    """Where runs live; `label` names it in messages (a URL without its password) and
+    `target` is what --db named (a path or the URL itself)."""
 
     kind: str
     label: str
+    target: str
 
     @abstractmethod
     def session(self) -> Any:
@@ -88,30 +54,9 @@ class Database(ABC):
         """`with db.checkpointer() as saver:` LangGraph's saver for this engine."""
 
     @abstractmethod
-    def long_term_backend(self, timeout: float = 30.0) -> tuple[Any, str]:
-        """Long-term memory's store and revision log in this database, and where it is."""
-
-    def long_term(self, memory_store: str = "", timeout: float = 30.0) -> tuple[Any, str]:
-        """Long-term memory for runs kept here: `memory_store` (the setting, a SQLite file
-        or a postgresql:// URL) if set, else this database."""
-        if not memory_store:
-            return self.long_term_backend(timeout)
-        return open_memory_backend(memory_store, timeout)
-
     def set_up(self, name: str, create: Callable[[Sql], None]) -> None:
         """Create one component's tables (idempotent statements in `create`), once per
-        process, serialised across processes: concurrent CREATE TABLE IF NOT EXISTS, and
-        LangGraph's migrations, fail when two processes race on a new PostgreSQL database."""
-        if name in self._ready():
-            return
-        self._set_up(create)
-        self._ready().add(name)
-
-    @abstractmethod
-    def _ready(self) -> set[str]: ...
-
-    @abstractmethod
-    def _set_up(self, create: Callable[[Sql], None]) -> None: ...
+        process, serialised across processes."""
 
     def close(self) -> None:  # noqa: B027 - nothing to release by default
         """Release what this object holds (pools stay for the process)."""
@@ -123,33 +68,47 @@ class Database(ABC):
         self.close()
 
 
+def sqlite_connection(
+    path: Path, *, read_only: bool = False, autocommit: bool = False
+) -> sqlite3.Connection:
+    """A connection to a runs database file (WAL, busy timeout); UserError if the path is
+    unusable. `read_only` never writes, so commands that only read work on a file nobody
+    may write."""
+    try:
+        if read_only:
+            return connect_read_only(path)
+        return connect(path, autocommit=autocommit)
+    except (OSError, sqlite3.Error) as exc:
+        if read_only:
+            raise UserError(f"cannot read database {path}: {exc} (choose another --db)") from None
+        raise UserError(
+            f"cannot open database {path}: {exc} (choose another path with --db)"
+        ) from None
+
+
 class SqliteDatabase(Database):
-    """A SQLite file (WAL, busy timeout); memory.sqlite beside it holds long-term memory."""
+    """A SQLite file (WAL, busy timeout)."""
 
     kind = "sqlite"
 
     def __init__(self, path: Path, read_only: bool = False) -> None:
         self.path = path
-        self.label = str(path)
+        self.label = self.target = str(path)
         self.read_only = read_only  # never writes: for commands that only read
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.RLock()  # one connection, shared by a run and its heartbeat
-        self._done: set[str] = set()
-
-    def _ready(self) -> set[str]:
-        return self._done  # per object: a file can be deleted and made again
-
-    def _set_up(self, create: Callable[[Sql], None]) -> None:
-        with self.transaction() as sql:  # SQLite's write lock serialises set-ups
-            create(sql)
+        self._done: set[str] = set()  # per object: a file can be deleted and made again
 
     def set_up(self, name: str, create: Callable[[Sql], None]) -> None:
-        if not self.read_only:  # a read-only file has its tables, or nothing to read
-            super().set_up(name, create)
+        if self.read_only or name in self._done:  # read-only: its tables exist, or nothing
+            return
+        with self.transaction() as sql:  # SQLite's write lock serialises set-ups
+            create(sql)
+        self._done.add(name)
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
-            self._conn = connect(self.path, autocommit=True, read_only=self.read_only)
+            self._conn = sqlite_connection(self.path, read_only=self.read_only, autocommit=True)
         return self._conn
 
     @contextmanager
@@ -173,17 +132,12 @@ class SqliteDatabase(Database):
         return self.path.exists()
 
     @contextmanager
-    def checkpointer(self) -> Iterator[Any]:
-        from ima.runs.checkpoints import open_sqlite_checkpointer
-
-        with open_sqlite_checkpointer(self.path, self.read_only) as saver:
-            yield saver
-
-    def long_term_backend(self, timeout: float = 30.0) -> tuple[Any, str]:
-        from ima.longterm.backend import open_sqlite
-
-        path = self.path.parent / "memory.sqlite"
-        return open_sqlite(path, timeout), str(path)
+    def checkpointer(self) -> Iterator[Checkpointer]:
+        conn = sqlite_connection(self.path, read_only=self.read_only)
+        try:
+            yield sqlite_checkpointer(conn, set_up=not self.read_only)
+        finally:
+            conn.close()
 
     def close(self) -> None:
         with self._lock:
@@ -198,37 +152,15 @@ class PostgresDatabase(Database):
     kind = "postgres"
 
     def __init__(self, url: str) -> None:
-        self.url = url
+        self.url = self.target = url
         self.label = safe_url(url)
 
     @property
     def pool(self) -> Any:
-        return _pool(self.url)
+        return postgres.pool(self.url)
 
-    def _ready(self) -> set[str]:
-        return _READY.setdefault(self.url, set())  # per process: tables outlive objects
-
-    def _set_up(self, create: Callable[[Sql], None]) -> None:
-        import psycopg
-
-        try:
-            with self.pool.connection() as conn:
-                # Poll rather than wait inside a statement: LangGraph's CREATE INDEX
-                # CONCURRENTLY waits for every running statement, a blocked lock call too.
-                while not conn.execute(
-                    "SELECT pg_try_advisory_lock(%s) AS ok", (_SETUP_LOCK,)
-                ).fetchone()["ok"]:
-                    time.sleep(0.05)
-                try:
-                    create(Sql(conn, postgres=True))
-                finally:
-                    conn.execute("SELECT pg_advisory_unlock(%s)", (_SETUP_LOCK,))
-        except psycopg.errors.InsufficientPrivilege as exc:
-            reason = (str(exc).splitlines() or [""])[0]
-            raise UserError(
-                f"cannot create tables in PostgreSQL database {self.label}: {reason} (use a "
-                "database the user owns, or grant it CREATE on schema public)"
-            ) from None
+    def set_up(self, name: str, create: Callable[[Sql], None]) -> None:
+        postgres.set_up(self.url, name, create)
 
     @contextmanager
     def session(self) -> Iterator[Sql]:
@@ -246,18 +178,9 @@ class PostgresDatabase(Database):
 
     @contextmanager
     def checkpointer(self) -> Iterator[Any]:
-        from ima.runs.checkpoints import postgres_checkpointer
-
         saver = postgres_checkpointer(self.pool)
         self.set_up("checkpoints", lambda sql: saver.setup())
         yield saver
-
-    def long_term_backend(self, timeout: float = 30.0) -> tuple[Any, str]:
-        from ima.longterm.backend import open_postgres
-
-        backend = open_postgres(self.pool)
-        self.set_up("long_term", lambda sql: backend.setup())
-        return backend, self.label
 
 
 _SQLITE_FULL = 13  # sqlite3.SQLITE_FULL; its extended codes share the low byte
@@ -284,22 +207,6 @@ def disk_full(exc: BaseException | None) -> bool:
     return False
 
 
-def is_url(target: str) -> bool:
-    return bool(_URL.match(target))
-
-
-def safe_url(url: str) -> str:
-    """The URL without its password, for messages and listings."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username}@{host}" if parts.username else host
-    if parts.port:
-        netloc += f":{parts.port}"
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
 def open_database(
     target: str | Path | Database | None = None, *, read_only: bool = False
 ) -> Database:
@@ -309,15 +216,9 @@ def open_database(
     if isinstance(target, Database):
         return target
     text = str(target) if target is not None and str(target) != "" else default_target()
-    match = _URL.match(text)
-    if match is None:
+    if not is_url(text):
         return SqliteDatabase(Path(text), read_only)
-    if match.group(1).lower() not in POSTGRES_SCHEMES:
-        raise UserError(
-            f"unsupported database URL {safe_url(text)!r}: give a SQLite file path or "
-            "postgresql://USER@HOST:PORT/DBNAME (--db or IMA_DB)"
-        )
-    return PostgresDatabase(text)
+    return PostgresDatabase(check_url(text))
 
 
 @contextmanager
@@ -332,104 +233,21 @@ def using(target: str | Path | Database | None, *, read_only: bool = False) -> I
             database.close()
 
 
-def memory_location(memory_store: str = "", db: str | None = None) -> str:
-    """Where long-term memory lives: the memory_store setting, else beside the runs
-    database (--db / IMA_DB): memory.sqlite next to a SQLite file, or the same PostgreSQL
-    database."""
-    if memory_store:
-        return memory_store
-    database = open_database(db)
-    if isinstance(database, PostgresDatabase):
-        return database.url
-    return str(Path(database.label).parent / "memory.sqlite")
-
-
-def open_memory_backend(
-    location: str, timeout: float = 30.0, read_only: bool = False
-) -> tuple[Any, str]:
-    """Long-term memory at `location`, a SQLite file or a postgresql:// URL (`read_only`:
-    a SQLite file is only read)."""
-    if is_url(location):
-        return open_database(location).long_term_backend(timeout)
-    from ima.longterm.backend import open_sqlite
-
-    return open_sqlite(Path(location), timeout, read_only), location
+def open_memory_backend(location: str, timeout: float = 30.0, read_only: bool = False) -> Backend:
+    """Long-term memory at `location` (`ima.storage.targets.memory_location` says which): a
+    SQLite file (`read_only`: only read), or a postgresql:// URL on the process's pool."""
+    if not is_url(location):
+        return open_sqlite(location, timeout, read_only)
+    database = PostgresDatabase(check_url(location))
+    backend = on_pool(database.pool, database.label)
+    database.set_up("long_term", lambda sql: backend.setup())
+    return backend
 
 
 def open_memory_hub(
     location: str | Path, principal: str, *, read_only: bool = False, **kwargs: Any
-) -> Any:
+) -> MemoryHub:
     """A MemoryHub on `location` (a SQLite file or a postgresql:// URL); close it after."""
-    from ima.longterm.hub import MemoryHub
-
     timeout = kwargs.pop("timeout", 30.0)
-    backend, _ = open_memory_backend(str(location), timeout, read_only)
+    backend = open_memory_backend(str(location), timeout, read_only)
     return MemoryHub.on_backend(backend, principal, **kwargs)
-
-
-# -- PostgreSQL connections ----------------------------------------------------------------
-
-_POOLS: dict[str, Any] = {}
-_POOLS_LOCK = threading.Lock()
-_READY: dict[str, set[str]] = {}
-_SETUP_LOCK = 0x1A7A5E70  # any constant: the advisory lock id of schema set-up
-
-
-def connection_problem(url: str, exc: Exception) -> UserError:
-    """One line naming why PostgreSQL at `url` cannot be used, and what to do."""
-    text = " ".join(str(exc).split())
-    reason = text.rsplit(" failed: ", 1)[-1].replace("FATAL: ", "").strip()
-    reason = re.sub(r"^connection (is bad|failed): ", "", reason)
-    hint = "check --db / IMA_DB"
-    if "refused" in reason.lower() or "resolve host" in reason.lower():
-        hint = "is the server running and reachable? check host and port in --db / IMA_DB"
-    elif "password" in reason.lower():
-        hint = "check the user name and password in --db / IMA_DB"
-    elif "does not exist" in reason.lower() and "database" in reason.lower():
-        hint = "create it (createdb) or name an existing database in --db / IMA_DB"
-    return UserError(f"cannot use PostgreSQL database {safe_url(url)}: {reason} ({hint})")
-
-
-def _pool(url: str) -> Any:
-    """The process's pool for `url`, opened (and its schema set up) on first use."""
-    with _POOLS_LOCK:
-        pool = _POOLS.get(url)
-        if pool is not None:
-            return pool
-        import psycopg
-        from psycopg.rows import dict_row
-        from psycopg_pool import ConnectionPool
-
-        try:  # one plain connection first: its error names the problem, a pool's does not
-            psycopg.connect(url, connect_timeout=10).close()
-        except psycopg.Error as exc:
-            raise connection_problem(url, exc) from None
-        pool = ConnectionPool(
-            url,
-            min_size=1,
-            max_size=8,
-            # LangGraph's saver and store need autocommit and dict rows; prepared statements
-            # are off so a pooler in transaction mode (PgBouncer) works too.
-            kwargs={"autocommit": True, "prepare_threshold": None, "row_factory": dict_row},
-            open=True,
-            name="ima",
-        )
-        _POOLS[url] = pool
-        return pool
-
-
-def close_pool(url: str) -> None:
-    """Close the process's pool for `url` (the next use opens a new one)."""
-    with _POOLS_LOCK:
-        pool = _POOLS.pop(url, None)
-        _READY.pop(url, None)
-    if pool is not None:
-        pool.close(timeout=1)
-
-
-@atexit.register
-def _close_pools() -> None:
-    with _POOLS_LOCK:
-        for pool in _POOLS.values():
-            pool.close(timeout=1)
-        _POOLS.clear()

@@ -36,7 +36,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ima.core.errors import UserError
 from ima.core.processes import process_alive
-from ima.runs.database import Database, Sql
+from ima.runs.database import Database
+from ima.storage.sql import Sql
 
 TABLE = "ima_leases"
 _DDL = (

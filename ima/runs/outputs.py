@@ -3,28 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from ima.core.errors import UserError
+from ima.core.files import write_text_atomic
 from ima.core.state import CallUsage
+from ima.method.memory_quality import repair_totals
 
 
 class OutputsNotWritten(Exception):
     """A run ended but its files could not be written; its checkpoint still holds them."""
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    """A finished file or none: a temporary file beside it, renamed; removed on failure."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def check_output_dir(path: Path) -> None:
@@ -79,6 +69,10 @@ def run_record(record: Any, values: dict[str, Any]) -> dict[str, Any]:
         "usage": usage_totals(values.get("usage", {})),
         "spec_valid": final.get("valid", False),
         "spec_error": final.get("error", ""),
+        # required sections of design.md the documentation step could not fill
+        "design_missing": final.get("missing", []),
+        # what memory updates' answers needed before they were stored (see ima show)
+        "memory_repairs": repair_totals(values.get("memory_log") or []),
     }
 
 
@@ -89,9 +83,10 @@ def write_outputs(out_dir: Path, record: dict[str, Any], values: dict[str, Any])
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         if final:
-            _write_atomic(out_dir / "design.md", final.get("markdown", "") + "\n")
-            _write_atomic(out_dir / "design.json", json.dumps(final.get("spec"), indent=2) + "\n")
-        _write_atomic(out_dir / "run.json", json.dumps(record, indent=2) + "\n")
+            write_text_atomic(out_dir / "design.md", final.get("markdown", "") + "\n")
+            spec = json.dumps(final.get("spec"), indent=2) + "\n"
+            write_text_atomic(out_dir / "design.json", spec)
+        write_text_atomic(out_dir / "run.json", json.dumps(record, indent=2) + "\n")
     except OSError as exc:
         raise OutputsNotWritten(f"cannot write to {out_dir}: {exc.strerror or exc}") from None
     return out_dir

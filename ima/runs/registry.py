@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +59,11 @@ class RunRecord:
             return "interrupted"
         return self.status
 
+    def take_over(self, stored: RunRecord) -> None:
+        """Adopt what the registry holds (another process may have moved the run on)."""
+        for name in (f.name for f in fields(self)):
+            setattr(self, name, getattr(stored, name))
+
     def stored(self) -> dict[str, Any]:
         data = asdict(self)
         data.pop("live")
@@ -66,7 +71,7 @@ class RunRecord:
 
 
 class RunRegistry:
-    """The `ima_runs` table: one row per thread."""
+    """The `ima_runs` table: one row per thread (`with RunRegistry(db) as registry:`)."""
 
     def __init__(self, db: Database | Path | str, *, read_only: bool = False) -> None:
         self.db = open_database(db, read_only=read_only)
@@ -80,6 +85,12 @@ class RunRegistry:
     def close(self) -> None:
         if self._owned:
             self.db.close()
+
+    def __enter__(self) -> RunRegistry:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def save(self, record: RunRecord, lease: leases.Lease | None = None) -> None:
         """Store the record; with `lease`, only while the lease row still names its holder

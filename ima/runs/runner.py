@@ -6,44 +6,32 @@ import os
 import re
 import secrets
 import sqlite3
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, StateSnapshot
 
 from ima.core.errors import UserError
 from ima.core.settings import MEMORY_MODES, RunContext
 from ima.graph.builder import compile_graph
-from ima.longterm import check_settings, open_long_term
+from ima.longterm import check_settings
 from ima.method.agent_context import build_turn_prompt
 from ima.method.schedule import initial_position
 from ima.models import agent_model, memory_model
 from ima.runs import leases
 from ima.runs.checkpoints import compact_thread, compact_while_running
-from ima.runs.database import Database, using
-from ima.runs.leases import Holder, Lease, LeaseLost, ThreadBusy
+from ima.runs.database import using
+from ima.runs.leases import Lease, ThreadBusy
 from ima.runs.outputs import check_output_dir, run_record, write_outputs
 from ima.runs.registry import RunRecord, RunRegistry
+from ima.runs.session import FINISHED, RunEnded, RunSession, Target, Waiting, run_session
 from ima.tasks import Task, load_task
 
-FINISHED = ("finalized", "turn_cap", "failed")
 Listener = Callable[[str, dict[str, Any]], None]
-Target = Database | Path | str  # a Database, a SQLite path or a postgresql:// URL
-
-
-class RunEnded(UserError):
-    """The run had already ended when this process got to it: it is never run again."""
-
-    def __init__(self, record: RunRecord) -> None:
-        self.record = record
-        super().__init__(
-            f"run {record.thread_id} already ended ({record.status}): see `ima show "
-            f"{record.thread_id}`"
-        )
 
 
 def minimum_budget(task: Task, brief: str, settings: RunContext) -> int:
@@ -114,47 +102,31 @@ def create_run(
     thread_id = thread_id or new_thread_id(task)
     check_thread_id(thread_id)
     check_output_dir(out_root / thread_id)  # no conversation is spent on unwritable results
-    registry = RunRegistry(db)
-    try:
-        ref = task_ref if Path(task_ref).suffix in {".yaml", ".yml"} else task.id
-        record = RunRecord(
-            thread_id=thread_id,
-            task_ref=str(Path(ref).resolve()) if ref != task.id else ref,
-            task_id=task.id,
-            task_version=task.version,
-            task_fingerprint=task.fingerprint,
-            memory_mode=memory_mode,
-            settings={**settings.to_dict(), "brief_override": bool(brief)},
-            out_dir=str((out_root / thread_id).resolve()),
-            pid=os.getpid(),
-            keep_history=keep_history,
-            brief=brief,
+    ref = task_ref if Path(task_ref).suffix in {".yaml", ".yml"} else task.id
+    record = RunRecord(
+        thread_id=thread_id,
+        task_ref=str(Path(ref).resolve()) if ref != task.id else ref,
+        task_id=task.id,
+        task_version=task.version,
+        task_fingerprint=task.fingerprint,
+        memory_mode=memory_mode,
+        settings={**settings.to_dict(), "brief_override": bool(brief)},
+        out_dir=str((out_root / thread_id).resolve()),
+        pid=os.getpid(),
+        keep_history=keep_history,
+        brief=brief,
+    )
+    with RunRegistry(db) as registry:
+        added = registry.add(record)  # atomic: of two processes naming one thread, one wins
+    if not added:
+        raise UserError(
+            f"thread {thread_id!r} already exists: continue it with `ima resume {thread_id}` "
+            "or choose another --thread"
         )
-        if not registry.add(record):  # atomic: of two processes naming one thread, one wins
-            raise UserError(
-                f"thread {thread_id!r} already exists: continue it with `ima resume {thread_id}` "
-                "or choose another --thread"
-            )
-        return record
-    finally:
-        registry.close()
+    return record
 
 
 Reviewer = Callable[[dict[str, Any]], dict[str, Any]]
-Waiting = Callable[[Holder], None]
-
-
-@contextmanager
-def _holding(
-    db: Database, thread_id: str, lease: Lease | None, wait: bool, on_wait: Waiting | None
-) -> Iterator[Lease]:
-    if lease is not None:  # claimed by the caller (a queue claims a job and its thread at once)
-        if lease.thread_id != thread_id:
-            raise ValueError(f"lease is for {lease.thread_id}, not {thread_id}")
-        yield lease
-        return
-    with leases.hold(db, thread_id, wait=wait, on_wait=on_wait) as held:
-        yield held
 
 
 def execute(
@@ -167,113 +139,77 @@ def execute(
     wait: bool = False,
     on_wait: Waiting | None = None,
     lease: Lease | None = None,
+    model: BaseChatModel | None = None,
+    memory_model: BaseChatModel | None = None,
 ) -> dict[str, Any]:
     """Run (or continue) the thread until it ends or waits for a review nobody can give.
 
     Only the holder of the thread's lease advances it: ThreadBusy if another process holds
-    it (or, with `wait`, after it is free). Under the lease the run's record is read again:
-    a run that ended meanwhile raises RunEnded and is never run twice. `answer` resumes a
-    pending review; `reviewer` is asked whenever the graph pauses for one. Checkpoints are
-    synced after every step, so a killed process loses at most one step.
+    it (or, with `wait`, after it is free); a run that ended meanwhile raises RunEnded and
+    is never run twice (`run_session`). `answer` resumes a pending review; `reviewer` is
+    asked whenever the graph pauses for one. Checkpoints are synced after every step, so a
+    killed process loses at most one step. `model`, `memory_model`: chat models to use
+    instead of those the run's settings name (`compile_graph`).
     """
-    with (
-        using(db) as database,
-        _holding(database, record.thread_id, lease, wait, on_wait) as held,
-    ):
-        return _advance(database, held, record, listener, reviewer, answer)
-
-
-def _advance(
-    db: Database,
-    held: Lease,
-    record: RunRecord,
-    listener: Listener | None,
-    reviewer: Reviewer | None,
-    answer: dict[str, Any] | None,
-) -> dict[str, Any]:
     task = load_task(record.task_ref)
-    registry = RunRegistry(db)
-    current = registry.get(record.thread_id)
-    if current.status in FINISHED:
-        registry.close()
-        raise RunEnded(current)
-    vars(record).update(vars(current))  # what another process stored wins over our copy
-    started, spent = time.perf_counter(), record.wall_seconds
-    record.pid, record.status = os.getpid(), "running"
-    # Every write below is fenced by the lease row (in the write's own transaction): once
-    # another process has taken the thread over, each is refused with LeaseLost.
-    registry.save(record, held)
-    settings = record.run_context()
-    values: dict[str, Any] = {}
-    failed = False
-    try:
-        with (
-            db.checkpointer() as saver,
-            open_long_term(settings, lambda: db.long_term(settings.memory_store)) as lt,
-        ):
-            saver.fence = held  # checkpoints and compaction: refused once the lease is lost
-            if lt.note and listener:
-                listener("long_term", {"note": lt.note})
-            graph = compile_graph(task, record.memory_mode, checkpointer=saver, store=lt.store)  # type: ignore[arg-type]
-            config: Any = {"configurable": {"thread_id": record.thread_id}}
-            snapshot = graph.get_state(config)
-            # The brief is part of the record, so a run interrupted before its first
-            # checkpoint still starts with it.
-            start = {"brief": record.brief} if record.brief else {}
-            payload: Any = start if not snapshot.values else None
-            if answer is not None and _questions(snapshot):
-                payload = Command(resume=answer)
-            steps = 0
-            while True:
-                for chunk in graph.stream(
-                    payload,
-                    config,
-                    context=settings,
-                    stream_mode="updates",
-                    durability="sync",
-                ):
-                    # Time spent so far, kept step by step: a killed process's share counts.
-                    record.wall_seconds = spent + time.perf_counter() - started
-                    registry.save(record, held)
-                    steps += 1
-                    if not record.keep_history:
-                        compact_while_running(saver, graph, config, steps)
-                    for node, update in chunk.items():
-                        if listener and isinstance(update, dict):
-                            listener(node, update)
-                snapshot = graph.get_state(config)
-                pending = _questions(snapshot)
-                if not pending:
-                    break
-                if reviewer is None:
-                    record.status = "awaiting_review"
-                    return dict(snapshot.values)
-                payload = Command(resume=reviewer(pending[0]))
-            values = dict(snapshot.values)
-            long_term = lt.run_record(values)
-            if values.get("status") in FINISHED and not record.keep_history:
-                compact_thread(saver, graph, config)  # nothing left to resume: keep the end
+    with run_session(db, record, lease=lease, wait=wait, on_wait=on_wait) as run:
+        if run.long_term.note and listener:
+            listener("long_term", {"note": run.long_term.note})
+        graph = compile_graph(
+            task,
+            record.memory_mode,  # type: ignore[arg-type]
+            checkpointer=run.saver,
+            store=run.long_term.store,
+            model=model,
+            memory_model=memory_model,
+        )
+        values, paused = _drive(graph, run, listener, reviewer, answer)
+        if paused:
+            record.status = "awaiting_review"
+            return values
+        long_term = run.long_term.run_record(values)
+        if values.get("status") in FINISHED and not record.keep_history:
+            compact_thread(run.saver, graph, run.config)  # nothing left to resume: keep the end
         record.status = values.get("status", "running")
-    except BaseException:
-        failed = True
-        record.status = "interrupted"
-        raise
-    finally:
-        record.wall_seconds = spent + time.perf_counter() - started
-        try:
-            registry.save(record, held)
-        except LeaseLost:
-            pass  # the thread is another process's now: its record is not ours to touch
-        except Exception:
-            if not failed:
-                raise
-            # else the error that stopped the run (a full disk, say) is the one to report
-        finally:
-            registry.close()
     write_outputs(
         Path(record.out_dir), run_record(record, values) | {"long_term": long_term}, values
     )
     return values
+
+
+def _drive(
+    graph: CompiledStateGraph,
+    run: RunSession,
+    listener: Listener | None,
+    reviewer: Reviewer | None,
+    answer: dict[str, Any] | None,
+) -> tuple[dict[str, Any], bool]:
+    """Stream the graph step by step until it ends; (its values, whether it is paused
+    for a review nobody here can give)."""
+    snapshot = graph.get_state(run.config)
+    # The brief is part of the record, so a run interrupted before its first checkpoint
+    # still starts with it.
+    start = {"brief": run.record.brief} if run.record.brief else {}
+    payload: Any = None if snapshot.values else start
+    if answer is not None and _questions(snapshot):
+        payload = Command(resume=answer)
+    steps = 0
+    while True:
+        for chunk in graph.stream(
+            payload, run.config, context=run.settings, stream_mode="updates", durability="sync"
+        ):
+            run.save()  # the time spent, step by step
+            steps += 1
+            if not run.record.keep_history:
+                compact_while_running(run.saver, graph, run.config, steps)
+            for node, update in chunk.items():
+                if listener and isinstance(update, dict):
+                    listener(node, update)
+        snapshot = graph.get_state(run.config)
+        pending = _questions(snapshot)
+        if not pending or reviewer is None:
+            return dict(snapshot.values), bool(pending)
+        payload = Command(resume=reviewer(pending[0]))
 
 
 def _questions(snapshot: StateSnapshot) -> list[Any]:

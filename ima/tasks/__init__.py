@@ -47,10 +47,17 @@ class Schedule(BaseModel):
     phases: list[Phase] = Field(min_length=1)
 
     @model_validator(mode="after")
-    def _last_phase_is_consensus(self) -> Schedule:
-        if self.phases[-1].name != "consensus":
-            raise ValueError("the last phase must be named 'consensus' (it ends the discussion)")
+    def _phase_names_are_unique(self) -> Schedule:
+        names = [p.name for p in self.phases]
+        if len(set(names)) != len(names):
+            raise ValueError(f"phase names must be unique: {', '.join(names)}")
         return self
+
+    @property
+    def voting_phase(self) -> str:
+        """The phase in which every voter says ACCEPT or REJECT: the last one (it ends the
+        discussion; when all accept, the facilitator says FINALIZE)."""
+        return self.phases[-1].name
 
 
 class Requirement(BaseModel):

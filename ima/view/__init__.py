@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
-import secrets
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,8 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from ima.core.errors import UserError
+from ima.core.files import write_text_atomic
+from ima.tasks import Task
 from ima.view.figures import swatch_colours
 from ima.view.model import AGENT_COLOURS
 from ima.view.page import build_page
@@ -42,8 +42,9 @@ def _csp_hash(text: str) -> str:
     return "sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
 
 
-def render_view(run: dict[str, Any], values: dict[str, Any]) -> str:
-    """The HTML page of a run from its record (run.json) and its graph state."""
+def render_view(run: dict[str, Any], values: dict[str, Any], task: Task | None = None) -> str:
+    """The HTML page of a run from its record (run.json) and its graph state; with its
+    `task`, the memory timeline also shows what each version retains of the task."""
     env = _environment()
     style = env.get_template("style.css.j2").render(
         agent_colours=AGENT_COLOURS, swatches=swatch_colours()
@@ -54,32 +55,25 @@ def render_view(run: dict[str, Any], values: dict[str, Any]) -> str:
         f"script-src '{_csp_hash(script)}'; img-src data:; base-uri 'none'; form-action 'none'"
     )
     return env.get_template("page.html.j2").render(
-        page=build_page(run, values), style=Markup(style), script=Markup(script), csp=csp
+        page=build_page(run, values, task), style=Markup(style), script=Markup(script), csp=csp
     )
 
 
-def write_view(run: dict[str, Any], values: dict[str, Any], path: Path) -> Path:
-    """Write the page to `path` atomically: a finished file or none at all.
+def write_view(
+    run: dict[str, Any], values: dict[str, Any], path: Path, task: Task | None = None
+) -> Path:
+    """Write the page (`render_view`) to `path` atomically: a finished file or none at all.
 
     Raises UserError (one line, naming the path) when the file cannot be written.
     """
-    html = render_view(run, values)
+    html = render_view(run, values, task)
     path = Path(path)
     if not path.parent.is_dir():
         raise UserError(
             f"cannot write {path}: folder {path.parent} does not exist (create it first)"
         )
-    # A unique name beside the target (same file system, so os.replace is atomic); opened
-    # with "x" so the file gets the user's usual permissions and never clobbers another.
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
-        with tmp.open("x", encoding="utf-8") as out:
-            out.write(html)
-        os.replace(tmp, path)
+        write_text_atomic(path, html)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
     return path

@@ -248,3 +248,53 @@ def cumulative_line(
         ET.SubElement(dot, "title").text = f"{p.tooltip} · running total {total:,.0f} {unit}"
     _x_labels(svg, [x for x, _ in xy], [p.label for p in points], slot)
     return Markup(ET.tostring(svg, encoding="unicode"))
+
+
+@dataclass(frozen=True)
+class Line:
+    """One series of a line chart: its points as (x slot, value, hover text)."""
+
+    label: str
+    colour: str
+    points: tuple[tuple[int, float, str], ...]
+
+
+def line_chart(
+    lines: Sequence[Line],
+    x_labels: Sequence[str],
+    *,
+    label: str,
+    unit: str = "%",
+    top: float | None = None,
+    slot: float = 8.0,
+    min_width: float = 420.0,
+) -> Markup:
+    """Lines over shared x slots (e.g. turns), one colour each, a dot with hover text per
+    point; the y axis runs from 0 to `top` (default: the largest value)."""
+    width = max(min_width, _MARGIN_LEFT + _MARGIN_RIGHT + slot * len(x_labels))
+    svg = _svg(width, label)
+    plot_height = _HEIGHT - _MARGIN_TOP - _MARGIN_BOTTOM
+    highest = top if top is not None else max([v for ln in lines for _, v, _ in ln.points] + [1])
+    ticks = nice_ticks(highest)
+    scale = plot_height / ticks[-1]
+    right = width - _MARGIN_RIGHT
+    _axis(svg, ticks, scale, right, unit)
+    slot = (right - _MARGIN_LEFT) / max(len(x_labels), 1)
+    base = _HEIGHT - _MARGIN_BOTTOM
+    for line in lines:
+        xy = [(_MARGIN_LEFT + slot * (i + 0.5), base - v * scale) for i, v, _ in line.points]
+        group = ET.SubElement(svg, "g", {"class": "series"})
+        ET.SubElement(group, "title").text = line.label
+        if len(xy) > 1:
+            path = "M" + " L".join(f"{x:.1f},{y:.1f}" for x, y in xy)
+            ET.SubElement(group, "path", {"d": path, "class": "series-line", "stroke": line.colour})
+        for (x, y), (_, _, tooltip) in zip(xy, line.points, strict=True):
+            dot = ET.SubElement(
+                group,
+                "circle",
+                {"cx": f"{x:.1f}", "cy": f"{y:.1f}", "r": "3.5", "fill": line.colour},
+            )
+            ET.SubElement(dot, "title").text = tooltip
+    centres = [_MARGIN_LEFT + slot * (i + 0.5) for i in range(len(x_labels))]
+    _x_labels(svg, centres, list(x_labels), slot)
+    return Markup(ET.tostring(svg, encoding="unicode"))

@@ -8,8 +8,8 @@ from typing import Any
 from markupsafe import Markup
 
 from ima.runs.outputs import usage_totals
-from ima.view.charts import Bar, Point, Series, cumulative_line, stacked_bars
-from ima.view.model import Agent, TurnView, agent_for
+from ima.view.charts import Bar, Line, Point, Series, cumulative_line, line_chart, stacked_bars
+from ima.view.model import Agent, MemoryTimeline, TurnView, agent_for
 
 # Fixed parts in greys (they never change), memory and history in colours of their own.
 CONTEXT_SERIES = (
@@ -155,6 +155,49 @@ def cumulative_chart(turns: list[TurnView], memory: dict[int, float]) -> Markup 
     ]
     label = "Cumulative tokens of agent turns" + (" and memory updates" if memory else "")
     return cumulative_line(points, label=label, min_width=HALF)
+
+
+def held_text(held: dict[str, Any], items: int | None) -> str:
+    """What a memory version holds, in words: its share, figures and requirements."""
+    share = held.get("retention")
+    parts = [
+        f"holds {len(held['figures']) + len(held['requirements'])} of {items} key items"
+        + ("" if share is None else f" ({100 * share:.0f}%)"),
+        f"{len(held['figures'])} figures, {len(held['requirements'])} requirements",
+    ]
+    if held.get("parroting"):
+        parts.append(f"{100 * held['parroting']:.0f}% copied from the memory prompt")
+    return " · ".join(parts)
+
+
+def retention_chart(
+    timelines: list[MemoryTimeline], turns: list[TurnView], items: int | None
+) -> Markup | None:
+    """Per agent, the share of the task's key items its memory holds after each update."""
+    slots = {t.index: i for i, t in enumerate(turns)}
+    lines = []
+    for timeline in timelines:
+        points = tuple(
+            (
+                slots[v.turn],
+                100 * v.retention["retention"],
+                f"{timeline.agent.id} v{v.version} after turn {v.turn}: "
+                + held_text(v.retention, items),
+            )
+            for v in timeline.versions
+            if v.retention and v.retention.get("retention") is not None and v.turn in slots
+        )
+        if points:
+            lines.append(Line(timeline.agent.id, timeline.agent.colour, points))
+    if not lines:
+        return None
+    return line_chart(
+        lines,
+        [str(t.index) for t in turns],
+        label="Key figures and requirements each agent's memory holds, after each update",
+        top=100,
+        min_width=FULL,
+    )
 
 
 def usage_sums(run: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:

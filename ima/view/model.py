@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ima.method.memory_quality import REPAIR_LABELS
 from ima.view.diff import MemoryDiff, line_diff
 
 # Tableau 10: distinct on white, and the same agent keeps its colour in every section.
@@ -120,10 +121,19 @@ class MemoryVersion:
     text: str
     template: str
     diff: MemoryDiff | None  # None for the starting memory
+    retention: dict[str, Any] | None = None  # what it holds of the task's key items
+    cut_off: bool = False  # the update's answer stopped at the output cap
+    repairs: dict[str, int] = field(default_factory=dict)  # what its answer needed
 
     @property
     def anchor(self) -> str:
         return f"mem-{self.agent.index}-v{self.version}"
+
+    @property
+    def repaired(self) -> str:
+        """What its update's answer needed before it was stored, in words ("" for nothing)."""
+        done = [f"{n} {REPAIR_LABELS[k]}" for k, n in self.repairs.items() if n and k != "cut_off"]
+        return "; ".join((["answer cut off at the output cap"] if self.cut_off else []) + done)
 
 
 @dataclass
@@ -132,6 +142,7 @@ class MemoryTimeline:
     versions: list[MemoryVersion] = field(default_factory=list)
     final: dict[str, Any] | None = None  # the memory slot in the state
     recorded: bool = False  # whether the run kept a log of every version
+    retention: dict[str, Any] | None = None  # the agent's retention at the end, over the run
 
     @property
     def template(self) -> str:
@@ -221,11 +232,20 @@ def turn_views(values: dict[str, Any], agents: dict[str, Agent]) -> list[TurnVie
 
 
 def memory_timelines(
-    values: dict[str, Any], agents: dict[str, Agent], turns: list[TurnView]
+    values: dict[str, Any],
+    agents: dict[str, Agent],
+    turns: list[TurnView],
+    retention: dict[str, Any] | None = None,
 ) -> list[MemoryTimeline]:
-    """One timeline per agent with a memory; marks on each turn the version it caused."""
+    """One timeline per agent with a memory; marks on each turn the version it caused.
+    `retention` (per agent, as `retention_summary` gives it) adds what each version holds."""
     slots: dict[str, dict[str, Any]] = values.get("memories") or {}
     log = values.get("memory_log")
+    held = {
+        (role, v["version"]): v
+        for role, agent in (retention or {}).items()
+        for v in agent.get("versions", [])
+    }
     timelines: dict[str, MemoryTimeline] = {
         role: MemoryTimeline(agent=agent_for(agents, role), final=slot, recorded=log is not None)
         for role, slot in slots.items()
@@ -243,9 +263,14 @@ def memory_timelines(
             text=text,
             template=str(entry.get("template", "")),
             diff=None if previous is None else line_diff(previous, text),
+            cut_off=bool(entry.get("cut_off")),
+            repairs=dict(entry.get("repairs") or {}),
         )
+        version.retention = held.get((agent.id, version.version))
         timeline.versions.append(version)
         caused_by = by_turn.get(version.turn)
         if version.version and caused_by and caused_by.agent.id == agent.id:
             caused_by.memory_version = version.version
+    for role, timeline in timelines.items():
+        timeline.retention = (retention or {}).get(role)
     return sorted(timelines.values(), key=lambda t: t.agent.index)

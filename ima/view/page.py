@@ -8,6 +8,8 @@ from typing import Any
 
 from markupsafe import Markup
 
+from ima.method.memory_quality import describe_repairs, memory_report
+from ima.tasks import Task
 from ima.view import figures
 from ima.view.markdown import render_markdown
 from ima.view.model import (
@@ -94,22 +96,28 @@ def _vote_tally(values: dict[str, Any]) -> dict[str, int]:
     return {flag: votes.count(flag) for flag in ("ACCEPT", "REJECT") if votes}
 
 
-def build_page(run: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
+def build_page(
+    run: dict[str, Any], values: dict[str, Any], task: Task | None = None
+) -> dict[str, Any]:
+    """The page's data; with the run's `task`, also what each memory version retains."""
     agents: dict[str, Agent] = collect_agents(run, values)
     turns: list[TurnView] = turn_views(values, agents)
-    timelines = memory_timelines(values, agents, turns)
+    memory = memory_report(task, values) if task is not None and values.get("memory_log") else None
+    retention = memory["retention"] if memory else {}
+    timelines = memory_timelines(values, agents, turns, retention.get("agents"))
     sums = figures.usage_sums(run, values)
     status = str(values.get("status") or run.get("status") or "unknown")
-    task = run.get("task") or {}
+    recorded_task = run.get("task") or {}
     settings = run.get("settings") or {}
     memory_mode = str(run.get("memory_mode", "intrinsic" if timelines else "none"))
     outcome = _outcome(values)
     total = sums.get("total", {})
     return {
-        "title": f"{task.get('id', values.get('task_id', 'run'))} · {run.get('thread_id', '')}",
+        "title": f"{recorded_task.get('id', values.get('task_id', 'run'))} · "
+        f"{run.get('thread_id', '')}",
         "thread_id": run.get("thread_id", ""),
-        "task_id": task.get("id", values.get("task_id", "")),
-        "task_version": task.get("version", ""),
+        "task_id": recorded_task.get("id", values.get("task_id", "")),
+        "task_version": recorded_task.get("version", ""),
         "status": status,
         "status_class": STATUS_CLASS.get(status, "info"),
         "memory_mode": memory_mode,
@@ -130,6 +138,9 @@ def build_page(run: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
         "turns": turns,
         "timelines": timelines,
         "memory_note": _memory_note(memory_mode, timelines, values),
+        "retention": retention,
+        "retention_chart": figures.retention_chart(timelines, turns, retention.get("items")),
+        "repairs": describe_repairs(memory["repairs"]) if memory else "",
         "context_chart": figures.context_chart(turns),
         "context_series": [
             s

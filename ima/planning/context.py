@@ -1,0 +1,90 @@
+"""What an agent of the planning team reads: its role, the task, and, per memory arm, the
+earlier steps (all of them, the newest that fit the budget, or a summary and the steps
+since); intrinsic arms get theirs from `add_intrinsic_memory`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from langchain_core.messages import BaseMessage, HumanMessage
+
+from ima import count_message_tokens, prompts
+from ima.pddl import Problem
+from ima.planning.arms import Arm
+from ima.planning.settings import SolverSettings
+from ima.planning.state import StepContext
+
+ENVIRONMENT = "environment"  # the name of observation messages
+
+
+def task_text(problem: Problem, settings: SolverSettings) -> str:
+    """The task every agent reads first: the domain's rules, the goal, how to answer."""
+    domain = problem.domain_info
+    return prompts.render(
+        "pddl/task",
+        title=domain.title,
+        rules=domain.description,
+        goal=problem.goal,
+        example=problem.optimal_plan[0],
+        limit=settings.step_limit,
+    )
+
+
+def role_text(agent: str) -> str:
+    """The agent's role (its system prompt)."""
+    return prompts.load(f"pddl/{agent}")
+
+
+History = Callable[[Mapping[str, Any]], list[BaseMessage]]
+
+
+def _newest_that_fit(messages: Sequence[BaseMessage], budget: int) -> list[BaseMessage]:
+    """The task (first message) and the newest whole messages that fit the budget."""
+    if not messages:
+        return []
+    room = budget - count_message_tokens(messages[:1])
+    kept: list[BaseMessage] = []
+    for message in reversed(messages[1:]):
+        room -= count_message_tokens([message])
+        if room < 0:
+            break
+        kept.append(message)
+    return [messages[0], *reversed(kept)]
+
+
+def history_for(arm: Arm, settings: SolverSettings) -> History:
+    """The earlier messages an agent of this arm reads, from the graph state."""
+
+    def everything(state: Mapping[str, Any]) -> list[BaseMessage]:
+        return list(state.get("messages") or [])
+
+    def window(state: Mapping[str, Any]) -> list[BaseMessage]:
+        return _newest_that_fit(state.get("messages") or [], settings.budget)
+
+    def summarised(state: Mapping[str, Any]) -> list[BaseMessage]:
+        messages = list(state.get("messages") or [])
+        summaries = state.get("summaries") or []
+        if not summaries:
+            return messages
+        latest = summaries[-1]
+        section = prompts.render(
+            "pddl/summary_section", step=latest["step"], summary=latest["text"]
+        )
+        return [messages[0], HumanMessage(section), *messages[state["summary_messages"] :]]
+
+    if arm.intrinsic:
+        return everything  # add_intrinsic_memory has fitted the messages to the budget
+    return {"none": window, "full": everything, "summary": summarised}[arm.name]
+
+
+def step_context(state: Mapping[str, Any], agent: str, seen: list[BaseMessage]) -> StepContext:
+    """What the acting agent's prompt held, for the episode's record."""
+    record = (state.get("intrinsic_memory") or {}).get(agent)  # add_intrinsic_memory's key
+    summaries = state.get("summaries") or []
+    return StepContext(
+        history_steps=sum(getattr(m, "name", None) == ENVIRONMENT for m in seen),
+        memory=record["text"] if record else "",
+        memory_version=record["version"] if record else 0,
+        summary_step=summaries[-1]["step"] if summaries else 0,
+    )

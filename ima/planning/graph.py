@@ -1,0 +1,263 @@
+"""The planning team as a LangGraph graph, on the public intrinsic-memory API.
+
+G-Memory's PDDL setting (the paper's Table 4 runs): a planner proposes the next action at
+every step; when it proposes the same action a third time in a row it is stuck, and a
+helper chooses that step's action instead. Each answer is one action, applied to the
+environment at once; `check valid actions` lists the actions possible now. An episode ends
+when the goal holds or after the step limit; its reward is the progress rate.
+
+    graph = build_solver(get_problem("blocksworld-07"), Arm("intrinsic-generic"), model)
+    app = graph.compile(checkpointer=saver)
+    app.invoke({}, {"configurable": {"thread_id": "t1"}, "recursion_limit": recursion_limit(settings)})
+
+    START -> setup -> planner -> [planner_memory] -> planner | helper | summarizer | END
+                      helper  -> [helper_memory]  -> planner | summarizer | END
+                      summarizer -> planner
+
+Memory arms (`ima.planning.arms`) differ only in what each agent's prompt holds before the
+current step's question; the model, the step limit and the accounting of every call (per
+agent and kind, in `usage`) are the same. Intrinsic arms wrap the agent nodes with
+`add_intrinsic_memory`: each agent's memory is updated from its own turn (its action and
+what the environment answered).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langgraph.graph import END, START, StateGraph
+
+from ima import IntrinsicMemory, MemoryTemplate, add_intrinsic_memory, prompts, write_template
+from ima.models.calls import invoke_model
+from ima.pddl import Problem
+from ima.planning.answers import CHECK, is_check, read_action, replay, stuck
+from ima.planning.arms import Arm
+from ima.planning.context import ENVIRONMENT, history_for, role_text, step_context, task_text
+from ima.planning.settings import SolverSettings
+from ima.planning.state import EpisodeState, Step
+
+PLANNER, HELPER, SUMMARIZER = "planner", "helper", "summarizer"
+AGENTS = (PLANNER, HELPER)
+
+
+@dataclass(frozen=True)
+class _Solver:
+    problem: Problem
+    arm: Arm
+    model: BaseChatModel
+    memory_model: BaseChatModel
+    settings: SolverSettings
+    managers: dict[tuple[str, str], IntrinsicMemory] = field(default_factory=dict)
+
+    @property
+    def task(self) -> str:
+        return task_text(self.problem, self.settings)
+
+    def setup(self, state: EpisodeState) -> dict[str, Any]:
+        """The task as the conversation's first message; in the intrinsic-llm arm, each
+        agent's model writes its memory template from it (once: a resumed run keeps them)."""
+        update: dict[str, Any] = {}
+        if not state.get("messages"):
+            update["messages"] = [HumanMessage(self.task, name="task")]
+        if self.arm.template == "llm" and not state.get("templates"):
+            templates, usage = {}, {}
+            for agent in AGENTS:
+                template, cost = write_template(
+                    self.model, self.task, role_text(agent), {"ima_role": agent}
+                )
+                templates[agent] = template.markdown()
+                usage[agent] = {"template_generation": cost}
+            update |= {"templates": templates, "usage": usage}
+        return update
+
+    def agent(self, agent: str) -> Callable[[EpisodeState], dict[str, Any]]:
+        history = history_for(self.arm, self.settings)
+        role = role_text(agent)
+
+        def turn(state: EpisodeState) -> dict[str, Any]:
+            steps = list(state.get("steps") or [])
+            env = replay(self.problem, steps)
+            number = len(steps) + 1
+            seen = history(state)
+            ask = prompts.render(
+                "pddl/helper_step" if agent == HELPER else "pddl/step",
+                step=number,
+                limit=self.settings.step_limit,
+                state=env.observation(),
+                goal=self.problem.goal,
+                proposal=state.get("proposal", ""),
+            )
+            reply = invoke_model(
+                self.model,
+                [SystemMessage(role), *seen, HumanMessage(ask)],
+                {"ima_kind": "agent_turn", "ima_role": agent},
+                self.settings.answer_tokens,
+            )
+            action = read_action(reply.text)
+            usage = {agent: {"agent_turn": reply.usage}}
+            if agent == PLANNER and stuck(action, steps):
+                return {
+                    "messages": [
+                        AIMessage(f"Proposed again: {action}", name=agent),
+                        HumanMessage(prompts.render("pddl/stuck", action=action), name="team"),
+                    ],
+                    "proposal": action,
+                    "usage": usage,
+                }
+            if is_check(action):
+                action = CHECK
+                valid, observation = True, "Valid actions now: " + ", ".join(env.valid_actions())
+            else:
+                result = env.step(action)
+                valid, observation = result.valid, result.message
+            step = Step(
+                index=number,
+                agent=agent,
+                answer=reply.text,
+                action=action,
+                check=action == CHECK,
+                valid=valid,
+                observation=observation,
+                progress=env.progress,
+                goal_reached=env.is_goal(),
+                usage=reply.usage,
+                context=step_context(state, agent, seen),
+            )
+            return {
+                "messages": [
+                    AIMessage(f"Action {number}: {action}", name=agent),
+                    HumanMessage(f"Observation {number}: {observation}", name=ENVIRONMENT),
+                ],
+                "steps": [step],
+                "usage": usage,
+                "proposal": "",
+            }
+
+        return turn
+
+    def summarize(self, state: EpisodeState) -> dict[str, Any]:
+        """ChatDev's memory: the summary rewritten from the previous one and the new steps."""
+        steps = state.get("steps") or []
+        summaries = state.get("summaries") or []
+        since = summaries[-1]["step"] if summaries else 0
+        lines = [
+            f"{s['index']}. {s['agent']}: {s['action']} -> {s['observation']}"
+            for s in steps[since:]
+        ]
+        words = self.settings.memory_tokens * 3 // 4
+        reply = invoke_model(
+            self.memory_model,
+            [
+                SystemMessage(prompts.load("pddl/summary_system")),
+                HumanMessage(
+                    prompts.render(
+                        "pddl/summary",
+                        task=self.task,
+                        summary=summaries[-1]["text"] if summaries else "(none yet)",
+                        steps="\n".join(lines),
+                        words=words,
+                    )
+                ),
+            ],
+            {"ima_kind": "summary", "ima_role": SUMMARIZER},
+            self.settings.memory_tokens,
+        )
+        return {
+            "summaries": [{"step": len(steps), "text": reply.text}],
+            "summary_messages": len(state.get("messages") or []),
+            "usage": {SUMMARIZER: {"summary": reply.usage}},
+        }
+
+    # -- routing
+
+    def after_step(self, state: EpisodeState) -> str:
+        steps = state.get("steps") or []
+        if steps and (steps[-1]["goal_reached"] or len(steps) >= self.settings.step_limit):
+            return END
+        if self.arm.name == "summary":
+            summaries = state.get("summaries") or []
+            since = summaries[-1]["step"] if summaries else 0
+            if len(steps) - since >= self.settings.summary_every:
+                return SUMMARIZER
+        return PLANNER
+
+    def after_planner(self, state: EpisodeState) -> str:
+        return HELPER if state.get("proposal") else self.after_step(state)
+
+    # -- memory
+
+    def memory(
+        self, agent: str
+    ) -> IntrinsicMemory | Callable[[Mapping[str, Any]], IntrinsicMemory]:
+        template = self.arm.template
+        if template == "llm":
+            return lambda state: self._memory(state["templates"][agent], "llm")
+        if template == "manual":
+            return self._memory(self.problem.domain_info.memory_template, "manual")
+        return self._memory("generic", "generic")
+
+    def _memory(self, template: str, kind: str) -> IntrinsicMemory:
+        key = (template, kind)
+        if key not in self.managers:  # one per template: its limits are computed once
+            shaped = template if kind == "generic" else MemoryTemplate.from_markdown(template, kind)
+            self.managers[key] = IntrinsicMemory(
+                self.memory_model,
+                shaped,
+                tokens=self.settings.memory_tokens,
+                mode=self.settings.memory_update,  # type: ignore[arg-type]
+            )
+        return self.managers[key]
+
+
+def build_solver(
+    problem: Problem,
+    arm: Arm,
+    model: BaseChatModel,
+    settings: SolverSettings | None = None,
+    *,
+    memory_model: BaseChatModel | None = None,
+) -> StateGraph:
+    """The planning team for one problem and memory arm, as an uncompiled graph.
+
+    Args:
+        problem: the PDDL problem (`ima.pddl.get_problem`).
+        arm: the memory arm (`ima.planning.Arm`, one of `ARMS`).
+        model: the agents' chat model.
+        settings: step limit and budgets (default `SolverSettings()`).
+        memory_model: the model of memory updates and summaries (default: `model`).
+
+    Run it from empty input (`{}`); compile it with a checkpointer to resume an episode,
+    and give `recursion_limit(settings)` in the run's config.
+    """
+    solver = _Solver(
+        problem, arm, model, memory_model or model, (settings or SolverSettings()).check()
+    )
+    builder = StateGraph(EpisodeState)
+    builder.add_node("setup", solver.setup)
+    builder.add_node(PLANNER, solver.agent(PLANNER))
+    builder.add_node(HELPER, solver.agent(HELPER))
+    builder.add_edge(START, "setup")
+    builder.add_edge("setup", PLANNER)
+    summarizing = [SUMMARIZER] if arm.name == "summary" else []
+    builder.add_conditional_edges(
+        PLANNER, solver.after_planner, [PLANNER, HELPER, *summarizing, END]
+    )
+    builder.add_conditional_edges(HELPER, solver.after_step, [PLANNER, *summarizing, END])
+    if summarizing:
+        builder.add_node(SUMMARIZER, solver.summarize)
+        builder.add_edge(SUMMARIZER, PLANNER)
+    if arm.intrinsic:
+        for agent in AGENTS:
+            add_intrinsic_memory(
+                builder,
+                agent,
+                solver.memory(agent),
+                budget=solver.settings.budget,
+                role=role_text(agent),
+                usage_key="usage",
+            )
+    return builder

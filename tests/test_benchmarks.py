@@ -1,0 +1,187 @@
+"""Every benchmark the READMEs name, and each of its subcommands, runs on a tiny input: a
+benchmark that no longer runs (an import that moved, an option renamed) fails here, not on
+the day someone measures. Figures are not checked (tests/test_benchmarks_smoke.py checks
+what `benchmarks.run --quick` prints and every `embedded_run` variant); the embedded-model
+replay is a model test, and the fleet on PostgreSQL is tests/test_fleet.py (slow)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def bench(module: str, *args: str, cwd: Path = ROOT) -> str:
+    """`python -m benchmarks.MODULE ARGS` in a process of its own; its output."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IMA_")}
+    env["PYTHONPATH"] = str(ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", f"benchmarks.{module}", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    return proc.stdout
+
+
+def test_run_tiny_prints_every_figure_and_a_verdict_per_target(tmp_path):
+    figures = tmp_path / "figures.json"
+    out = bench("run", "--tiny", "--json", str(figures))
+    data = json.loads(figures.read_text())
+    assert data["sizes"] == [4, 8] and len(data["runs"]) == 4
+    assert all(r["status"] == "turn_cap" for r in data["runs"])
+    for figure in range(1, 8):
+        assert re.search(rf"^\s*{figure}\. \S", out, re.M), f"figure {figure} missing"
+    assert f"of {len(data['verdicts'])} targets pass" in out
+    assert data["concurrency"]["shared"]["all_finished"]
+
+
+def test_embedded_run_with_the_scripted_model():
+    """One variant on today's code (tests/test_benchmarks_smoke.py runs them all, the old
+    commit's too)."""
+    out = bench("embedded_run", "--model", "scripted", "--turn-cap", "2", "--variants", "edit")
+    row = next(line for line in out.splitlines() if line.startswith("memory updates"))
+    assert row.split()[2:] == ["2"], row
+
+
+def test_embedded_replay_records_a_run_and_compares_replays(tmp_path):
+    from benchmarks import embedded_replay
+
+    calls = tmp_path / "calls.jsonl"
+    args = ["--model", "scripted", "--turn-cap", "2", "--no-long-term", "--json"]
+    db = ["--db", str(tmp_path / "ima.sqlite"), "--out", str(tmp_path / "runs")]
+    assert embedded_replay.main(["record", str(calls), "--", *args, *db]) == 0
+    recorded = [json.loads(line) for line in calls.read_text().splitlines()]
+    kinds = [c["meta"]["ima_kind"] for c in recorded]
+    assert kinds.count("agent_turn") == 2 and "memory_update" in kinds
+    assert all(c["messages"] and c["output"] for c in recorded)
+
+    # two replays of the recorded agent turns, as `replay` writes them
+    def replay(path: Path, outputs: list[str]) -> None:
+        rows = [
+            {
+                "index": i,
+                "kind": "agent_turn",
+                "role": c["meta"]["ima_role"],
+                "prompt_tokens": 100,
+                "cached_tokens": 60,
+                "output_tokens": 5,
+                "seconds": 0.5,
+                "first_token": [["A", -0.1]],
+                "output": text,
+                "same_as_recorded_run": text == c["output"],
+            }
+            for i, (c, text) in enumerate(zip(recorded[:2], outputs, strict=True))
+        ]
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    replay(tmp_path / "a.jsonl", [c["output"] for c in recorded[:2]])
+    replay(tmp_path / "b.jsonl", [recorded[0]["output"], "something else"])
+    assert (
+        embedded_replay.main(["compare", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")]) == 0
+    )
+
+
+@pytest.mark.model
+def test_embedded_replay_replays_recorded_calls_on_the_embedded_model(tmp_path):
+    from benchmarks import embedded_replay
+
+    call = {
+        "meta": {"ima_kind": "agent_turn", "ima_role": "BOA"},
+        "max_tokens": 4,
+        "messages": [{"type": "human", "content": "Say hello."}],
+        "output": "",
+    }
+    calls = tmp_path / "calls.jsonl"
+    calls.write_text(json.dumps(call) + "\n" + json.dumps(call) + "\n")
+    for order in ("fresh", "shuffled"):
+        out = tmp_path / f"{order}.jsonl"
+        assert embedded_replay.main(["replay", str(calls), str(out), "--order", order]) == 0
+        rows = [json.loads(line) for line in out.read_text().splitlines()]
+        assert len(rows) == 2 and all(0 < r["output_tokens"] <= 4 for r in rows)
+
+
+def test_memory_formation_on_a_fake_server(capsys):
+    from benchmarks import memory_formation
+
+    memory_formation.main(["--turns", "4", "--latency", "0.01"])
+    out = capsys.readouterr().out
+    assert "memory_concurrency 1: 4 turns" in out and "memory_concurrency 2: 4 turns" in out
+
+
+def test_first_use_from_a_clone_with_this_interpreter():
+    out = bench("first_use", "--python", sys.executable, "--model", "scripted")
+    assert "git clone" in out and "pip install" not in out
+    assert "first use, before the meeting starts" in out
+
+
+def test_building_block_with_few_turns(capsys):
+    from benchmarks import building_block
+
+    building_block.main(["--turns", "10", "--repeats", "1"])
+    out = capsys.readouterr().out
+    for heading in ("1. lines added", "2. import time", "3. prompt tokens per agent call"):
+        assert heading in out
+
+
+def test_pddl_prompts_with_the_scripted_model(capsys):
+    from benchmarks import pddl_prompts
+
+    pddl_prompts.main(["--model", "scripted", "--step-limit", "6"])
+    out = capsys.readouterr().out
+    for arm in ("none", "full", "intrinsic-generic"):
+        assert re.search(rf"^{arm}\s+6\s+\d+", out, re.M), out
+    assert "step 5: full / intrinsic prompt tokens =" in out
+
+
+def test_pddl_env(capsys):
+    from benchmarks import pddl_env
+
+    pddl_env.main()
+    rows = [line for line in capsys.readouterr().out.splitlines() if "steps)" in line]
+    assert len(rows) >= 3  # one per domain
+
+
+def stand_in_planner(path: Path, plans: dict[str, list[str]]) -> Path:
+    """An executable answering like pyperplan (PROBLEM.soln beside the problem file) with
+    the plan `plans` holds for that file's name."""
+    path.write_text(
+        f"#!{sys.executable}\n"
+        "import json, sys\n"
+        "problem = sys.argv[-1]\n"
+        f"plan = {json.dumps(plans)}[problem.rsplit('/', 1)[-1]]\n"
+        "open(problem + '.soln', 'w').write(''.join(f'({a})\\n' for a in plan))\n"
+    )
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return path
+
+
+def test_pddl_optimal_checks_the_stored_lengths_with_a_planner(tmp_path, capsys):
+    """With a stand-in for pyperplan (run as a command, like the real one) that answers the
+    stored plans, every check passes; one that finds a shorter plan fails the check."""
+    from benchmarks import pddl_optimal
+    from ima.pddl import list_problems
+
+    problems = sorted(list_problems(), key=lambda p: p.optimal_length)[:2]
+    ids = [p.id for p in problems]
+    plans = {p.pddl_path.name: list(p.optimal_plan) for p in problems}
+    planner = stand_in_planner(tmp_path / "pyperplan", plans)
+    assert pddl_optimal.main(["--pyperplan", str(planner), *ids]) == 0
+    assert capsys.readouterr().out.count(" ok") == 2
+
+    plans[problems[0].pddl_path.name].pop()  # a planner that finds a shorter plan
+    stand_in_planner(planner, plans)
+    assert pddl_optimal.main(["--pyperplan", str(planner), *ids]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL" in out and "1 failed" in out
