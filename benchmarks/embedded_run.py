@@ -12,12 +12,15 @@ run (`ima.method.memory_quality`), and the content metrics of the final design; 
 numeric row's ratio to the first variant. All metrics are computed here, by the current code,
 from each run's state as its own code wrote it.
 
-    python -m benchmarks.embedded_run                       # every variant (15-20 min each)
-    python -m benchmarks.embedded_run --variants edit --turn-cap 6
+    python -m benchmarks.embedded_run                       # the 4 layout variants (8-20 min each)
+    python -m benchmarks.embedded_run --variants paper-edit,shared-edit --repeat shared-edit
+    python -m benchmarks.embedded_run --variants "rewrite (today),shared-rewrite"
     python -m benchmarks.embedded_run --save results.json   # the figures as JSON too
     python -m benchmarks.embedded_run --model scripted      # a quick check of the benchmark
 
-To compare something else, add a `Variant` to VARIANTS.
+`--repeat NAME` runs that variant once more, in a fresh process, and says whether every
+output (turns, every memory version, the final design and specification) is the same. To
+compare something else, add a `Variant` to VARIANTS.
 """
 
 from __future__ import annotations
@@ -49,9 +52,13 @@ class Variant:
 VARIANTS = (
     # The code before bounded memory: free-text rewrites capped at 2 x 100 words' tokens.
     Variant("rewrite (today)", commit="a82f781"),
-    Variant("rewrite (bounded)", ("--memory-update", "rewrite")),
-    Variant("edit", ("--memory-update", "edit")),
+    # The paper's prompt layout against the shared one, with each way of updating memory.
+    Variant("paper-rewrite", ("--prompt-layout", "paper", "--memory-update", "rewrite")),
+    Variant("shared-rewrite", ("--prompt-layout", "shared", "--memory-update", "rewrite")),
+    Variant("paper-edit", ("--prompt-layout", "paper", "--memory-update", "edit")),
+    Variant("shared-edit", ("--prompt-layout", "shared", "--memory-update", "edit")),
 )
+DEFAULT = tuple(v.name for v in VARIANTS if not v.commit)
 KINDS = ("agent_turn", "memory_update", "template_generation", "documentation")
 
 # Run in the variant's own code: its state as that code stored it.
@@ -106,6 +113,17 @@ def run(
         p.read_text(encoding="utf-8") for p in sorted(source.glob("ima/prompts/memory_*.md"))
     ]
     return {"record": record, "state": state, "memory_prompts": prompts}
+
+
+def model_outputs(state: dict[str, Any]) -> Any:
+    """Everything the model wrote in a run: turns, memory versions, design, specification."""
+    final = state.get("final") or {}
+    return (
+        [t["content"] for t in state.get("transcript") or []],
+        [e["text"] for e in state.get("memory_log") or []],
+        final.get("markdown"),
+        final.get("spec"),
+    )
 
 
 def answers_at_cap(record: dict[str, Any], log: list[dict[str, Any]]) -> tuple[int, int]:
@@ -252,22 +270,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turn-cap", type=int, help="shorter runs (default: whole meetings)")
     parser.add_argument(
         "--variants",
-        help="comma-separated names to run (default: all: "
-        + ", ".join(v.name for v in VARIANTS)
-        + ")",
+        help=f"comma-separated names to run, of: {', '.join(v.name for v in VARIANTS)} "
+        f"(default: {', '.join(DEFAULT)})",
     )
+    parser.add_argument("--repeat", help="run this variant again and compare every output")
     parser.add_argument("--save", type=Path, help="also write every figure to this JSON file")
     parser.add_argument(
         "--model", default="embedded", help="model of every run (scripted: a quick check)"
     )
     args = parser.parse_args(argv)
-    chosen = list(VARIANTS)
-    if args.variants:
-        wanted = [w.strip() for w in args.variants.split(",")]
-        unknown = [w for w in wanted if w not in {v.name for v in VARIANTS}]
-        if unknown:
-            parser.error(f"unknown variant {unknown[0]!r}")
-        chosen = [v for v in VARIANTS if v.name in wanted]
+    wanted = [w.strip() for w in args.variants.split(",")] if args.variants else list(DEFAULT)
+    unknown = [
+        w for w in [*wanted, args.repeat or DEFAULT[0]] if w not in {v.name for v in VARIANTS}
+    ]
+    if unknown:
+        parser.error(f"unknown variant {unknown[0]!r}")
+    chosen = [v for v in VARIANTS if v.name in wanted]
+    if args.repeat:
+        again = next(v for v in VARIANTS if v.name == args.repeat)
+        chosen.append(Variant(f"{again.name} again", again.flags, again.commit))
+    outputs: list[Any] = []
     figures: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="ima-embedded-") as tmp:
         for variant in chosen:
@@ -299,7 +321,12 @@ def main(argv: list[str] | None = None) -> int:
                 {"variant": variant.name, "flags": list(variant.flags), "commit": variant.commit}
                 | measure(result)
             )
+            outputs.append(model_outputs(result["state"]))
     print(table([v.name for v in chosen], figures))
+    if args.repeat:
+        same = outputs[-1] == outputs[[v.name for v in chosen].index(args.repeat)]
+        figures[-1]["outputs_identical"] = same
+        print(f"{args.repeat} run twice: outputs {'identical' if same else 'DIFFERENT'}")
     if args.save:
         args.save.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
     return 0

@@ -51,6 +51,12 @@ def _live_bytes(conn: Any) -> int:
     return (pages - free) * conn.execute("PRAGMA page_size").fetchone()[0]
 
 
+def _compact_while_running(saver: Any, graph: Any, config: Any, steps: int) -> bool:
+    """What `ima run` does after each step, if this version of ima compacts running runs."""
+    compact = getattr(checkpoints, "compact_while_running", None)
+    return bool(compact and compact(saver, graph, config, steps))
+
+
 def _compact(saver: Any, graph: Any, config: Any) -> bool:
     """What `ima run` does when a run ends, if this version of ima compacts finished runs."""
     compact = getattr(checkpoints, "compact_thread", None)
@@ -82,6 +88,7 @@ def run_graph(variant: str, turns: int, budget: int = 2048) -> dict[str, Any]:
             stamps: list[float] = []  # wall clock at each agent turn
             cpu: list[float] = []  # process CPU time (all threads) at each agent turn
             turn_bytes = memory_bytes = memory_versions = 0
+            steps = compactions = 0
             started = time.perf_counter()
             for chunk in graph.stream(
                 {},
@@ -90,6 +97,9 @@ def run_graph(variant: str, turns: int, budget: int = 2048) -> dict[str, Any]:
                 stream_mode="updates",
                 durability="sync",  # as `ima run` does
             ):
+                steps += 1
+                if variant == "ours":  # the naive reference keeps every step, like --keep-history
+                    compactions += _compact_while_running(saver, graph, config, steps)
                 for node, update in chunk.items():
                     if not isinstance(update, dict):
                         continue
@@ -147,6 +157,7 @@ def run_graph(variant: str, turns: int, budget: int = 2048) -> dict[str, Any]:
         "db_bytes": db_bytes,
         "live_bytes": live_bytes,
         "compacted": compacted,
+        "compactions_while_running": compactions,
         "state_kept": after == values,
         "load_after_seconds": load_after_seconds,
         "raw_bytes": turn_bytes + memory_bytes,

@@ -200,9 +200,17 @@ def figure_storage(runs: dict, sizes: tuple[int, ...], verdicts: Verdicts) -> No
     console.print(table)
     last, naive_last = runs[("ours", sizes[-1])], runs[("naive", sizes[-1])]
     compacted = last["compacted"]
+    while_running = last.get("compactions_while_running", 0)
     console.print(
         "Last step: pages in use when the last turn is written (what an unfinished run "
-        "holds). On disk, run ended: the file once the run has ended"
+        "holds"
+        + (
+            f"; ima compacted it {while_running} times on the way, as `ima run` does "
+            "without --keep-history"
+            if while_running
+            else ""
+        )
+        + "). On disk, run ended: the file once the run has ended"
         + (
             ", after ima compacted the finished thread."
             if compacted
@@ -210,12 +218,13 @@ def figure_storage(runs: dict, sizes: tuple[int, ...], verdicts: Verdicts) -> No
         )
     )
     factor = last["db_bytes"] / last["raw_bytes"]
+    in_progress = last["live_bytes"] / last["raw_bytes"]
     verdicts.add(
-        factor <= STORAGE_TARGET,
+        max(factor, in_progress) <= STORAGE_TARGET,
         f"checkpoint storage after {sizes[-1]:,} turns is {factor:.1f}x the raw transcript + "
         f"memory bytes: {_mb(last['db_bytes'])} on disk for {_mb(last['raw_bytes'])}"
         f"{' (finished run, compacted)' if compacted else ''}; at the last step "
-        f"{last['live_bytes'] / last['raw_bytes']:.1f}x (target <= {STORAGE_TARGET:.0f}x; naive "
+        f"{in_progress:.1f}x, a run in progress (target <= {STORAGE_TARGET:.0f}x both; naive "
         f"{naive_last['live_bytes'] / naive_last['raw_bytes']:.1f}x)",
     )
     mid, naive_mid = runs[("ours", sizes[-2])], runs[("naive", sizes[-2])]

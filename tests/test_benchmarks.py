@@ -50,7 +50,9 @@ def test_run_tiny_prints_every_figure_and_a_verdict_per_target(tmp_path):
 def test_embedded_run_with_the_scripted_model():
     """One variant on today's code (tests/test_benchmarks_smoke.py runs them all, the old
     commit's too)."""
-    out = bench("embedded_run", "--model", "scripted", "--turn-cap", "2", "--variants", "edit")
+    out = bench(
+        "embedded_run", "--model", "scripted", "--turn-cap", "2", "--variants", "shared-edit"
+    )
     row = next(line for line in out.splitlines() if line.startswith("memory updates"))
     assert row.split()[2:] == ["2"], row
 

@@ -3,6 +3,8 @@ recent turns that fit, in order, never over the budget."""
 
 from __future__ import annotations
 
+import itertools
+import json
 from typing import Any
 
 from conftest import PromptRecorder
@@ -11,7 +13,13 @@ from langgraph.checkpoint.memory import InMemorySaver
 from ima.core.settings import RunContext
 from ima.core.tokens import count_tokens
 from ima.graph.builder import compile_graph
-from ima.method.agent_context import build_context, recent_turns, render_turn
+from ima.method.agent_context import (
+    WINDOW_BLOCK,
+    block_window,
+    build_context,
+    recent_turns,
+    render_turn,
+)
 
 
 def turn(index: int, speaker: str, words: int) -> dict[str, Any]:
@@ -104,6 +112,7 @@ def test_baseline_context_has_no_memory_but_same_budget(task):
 
 
 def test_a_memory_update_sees_its_own_turn_and_the_task_only_in_the_full_layout(task):
+    """In the paper prompt layout (the shared one always opens with the task)."""
     brief = task.description.strip()[:200]
     for layout, shows_task in (("lean", False), ("full", True)):
         recorder = PromptRecorder()
@@ -111,7 +120,9 @@ def test_a_memory_update_sees_its_own_turn_and_the_task_only_in_the_full_layout(
         out = graph.invoke(
             {},
             {"configurable": {"thread_id": layout}, "callbacks": [recorder]},
-            context=RunContext(model="scripted", turn_cap=4, memory_prompt=layout),
+            context=RunContext(
+                model="scripted", turn_cap=4, memory_prompt=layout, prompt_layout="paper"
+            ),
         )
         updates = recorder.of_kind("memory_update")
         assert len(updates) == len(out["transcript"]) == 4
@@ -120,3 +131,127 @@ def test_a_memory_update_sees_its_own_turn_and_the_task_only_in_the_full_layout(
             assert own["speaker"] == meta["ima_role"]
             assert own["content"] in human.content
             assert (brief in system.content) is shows_task, layout
+
+
+def test_block_window_keeps_the_newest_turns_and_moves_its_start_in_blocks():
+    transcript = [turn(i, "DEA", 20) for i in range(1, 40)]
+    size = transcript[0]["tokens"]
+    starts = set()
+    for end in range(10, 40):
+        window = block_window(transcript[:end], 7 * size + 3, block=3)
+        indices = [t["index"] for t in window]
+        assert indices == list(range(indices[0], end + 1)), "newest turns, contiguous"
+        assert 5 <= len(indices) <= 7, "at most block - 1 fewer than Algorithm 1 keeps"
+        assert (indices[0] - 1) % 3 == 0, "the window starts at a block boundary"
+        starts.add(indices[0])
+    assert sorted(starts) == list(range(4, 35, 3)), "the start moves three turns at a time"
+
+
+def test_block_window_never_keeps_fewer_than_half_of_what_fits():
+    transcript = [turn(i, "DEA", 200) for i in range(1, 10)]
+    window = block_window(transcript, 3 * transcript[0]["tokens"], block=4)
+    assert [t["index"] for t in window] == [7, 8, 9]  # aligned, only turn 9 would be left
+
+
+def test_shared_layout_gives_every_speaker_the_same_task_and_turns_first(task):
+    """The shared layout: the system message is the task and the roster, the user message opens with
+    the recent turns, the same for whoever speaks at a turn; the speaker's role, own memory
+    and question come last; every prompt within the budget, its composition recorded."""
+    budget = 1600
+    recorder = PromptRecorder()
+    graph = compile_graph(task, "intrinsic", checkpointer=InMemorySaver())
+    out = graph.invoke(
+        {},
+        {"configurable": {"thread_id": "shared"}, "callbacks": [recorder]},
+        context=RunContext(model="scripted", token_budget=budget, prompt_layout="shared"),
+    )
+    turns = recorder.of_kind("agent_turn")
+    assert len(turns) == len(out["transcript"]) > 20
+    systems = {system.content for _, (system, _) in turns}
+    assert len(systems) == 1  # the task and the roster, for every speaker
+    assert task.description.strip() in next(iter(systems))
+    assert all(f"{r.id} ({r.name})" in next(iter(systems)) for r in task.roles)
+    starts = []
+    for (meta, (system, human)), record in zip(turns, out["transcript"], strict=True):
+        share = record["context"]
+        total = count_tokens(system.content) + count_tokens(human.content)
+        assert total <= budget, meta
+        assert (
+            abs(total - sum(share[k] for k in ("task", "role", "instruction", "memory", "history")))
+            <= 12
+        )
+        role, question = human.content.index("# Your role"), human.content.index("Question for you")
+        assert role < question
+        if meta["ima_turn"] > 1:  # the recent turns come first, then the speaker's parts
+            first, last = share["history_turns"]
+            assert last == meta["ima_turn"] - 1 and (first - 1) % WINDOW_BLOCK == 0
+            assert human.content.startswith(f"Meeting notes so far (oldest first):\n[{first}] ")
+            assert human.content.index(f"[{last}] ") < role
+            starts.append(first)
+        memory = next(
+            v["text"]
+            for v in reversed(out["memory_log"])
+            if v["role"] == meta["ima_role"] and v["turn"] < meta["ima_turn"]
+        )
+        assert memory in human.content[question - len(memory) - 10 :]
+    assert starts[-1] > 1, "old turns left the window"
+    changes = sum(a != b for a, b in itertools.pairwise(starts))
+    assert changes <= len(starts) // 3, "the window's start moves in blocks, not every turn"
+
+
+def test_the_run_records_the_layout_and_the_view_explains_it(cli, tmp_path):
+    code, out, err = cli(
+        "run", "--model", "scripted", "--turn-cap", "4", "--prompt-layout", "shared", "--json"
+    )
+    assert code == 0, err
+    assert json.loads(out)["settings"]["prompt_layout"] == "shared"
+    code, out, err = cli("run", "--model", "scripted", "--prompt-layout", "cached")
+    assert code == 2 and "prompt_layout" in err and "Traceback" not in err
+
+
+def test_in_the_shared_layout_the_documentation_prompt_extends_the_last_turns(task):
+    """The documentation step sees the task and the turns the next speaker would see: the
+    last turn's prompt up to its turns is the start of the documentation prompt."""
+    recorder = PromptRecorder()
+    graph = compile_graph(task, "intrinsic", checkpointer=InMemorySaver())
+    out = graph.invoke(
+        {},
+        {"configurable": {"thread_id": "doc"}, "callbacks": [recorder]},
+        context=RunContext(model="scripted", prompt_layout="shared", token_budget=4096),
+    )
+    assert out["status"] == "finalized"
+    _, (last_system, last_user) = recorder.of_kind("agent_turn")[-1]
+    (_, (system, user)), *_ = recorder.of_kind("documentation")
+    assert system.content == last_system.content
+    turns = last_user.content.split("\n\n# Your role", 1)[0]
+    assert user.content.startswith(turns) and len(turns) > 1000
+    last = out["transcript"][-1]
+    assert f"[{last['index']}] {last['speaker']}:" in user.content.split("# Your role", 1)[0]
+    assert "You are Documentation Joining Agent (DJE)" in user.content
+
+
+def test_in_the_shared_layout_memory_updates_open_with_what_every_agent_shares(task):
+    """Shared layout: every memory update opens with the task (the system message of every
+    call) and the same request and template; the agent's role, memory and own latest turn
+    come after, so a prefix cache serves even an agent's first update."""
+    for mode in ("rewrite", "edit"):
+        recorder = PromptRecorder()
+        graph = compile_graph(task, "intrinsic", checkpointer=InMemorySaver())
+        out = graph.invoke(
+            {},
+            {"configurable": {"thread_id": mode}, "callbacks": [recorder]},
+            context=RunContext(
+                model="scripted", turn_cap=10, prompt_layout="shared", memory_update=mode
+            ),
+        )
+        updates = recorder.of_kind("memory_update")
+        turn_system = recorder.of_kind("agent_turn")[0][1][0].content
+        assert {system.content for _, (system, _) in updates} == {turn_system}
+        openings = {human.content.split("# Your role", 1)[0] for _, (_, human) in updates[:8]}
+        assert len(openings) == 1, "the same request for every agent's first update"
+        for meta, (_, human) in updates:
+            own = out["transcript"][meta["ima_turn"] - 1]
+            role = human.content.split("# Your role", 1)[1]
+            assert f"({meta['ima_role']})" in role.split("\n", 2)[1]
+            assert own["content"] in role
+        assert all(slot["text"] for slot in out["memories"].values() if slot["version"])

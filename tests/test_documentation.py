@@ -13,6 +13,7 @@ from langgraph.runtime import Runtime
 
 from ima.core.settings import RunContext
 from ima.method.final_design import MISSING, design_schema, read_design
+from ima.method.schedule import initial_position
 from ima.models import Models
 from ima.models.scripted import example_instance
 from ima.nodes.documentation import make_documentation_node
@@ -39,7 +40,12 @@ def document(task, *answers: AIMessage, callbacks=()) -> tuple[dict, list[str]]:
     recorder = PromptRecorder()
     model.callbacks = [recorder]
     node = make_documentation_node(task, Models(agent_model=model))
-    state = {"brief": task.description, "consensus": True, "transcript": []}
+    state = {
+        **initial_position(task.schedule),
+        "brief": task.description,
+        "consensus": True,
+        "transcript": [],
+    }
     update = node(state, Runtime(context=RunContext(model="scripted", long_term=False)))
     return update, [str(messages[-1].content) for _, messages in recorder.calls]
 

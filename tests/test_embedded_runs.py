@@ -34,3 +34,42 @@ def test_same_seed_same_transcript_with_the_embedded_model(task):
     first = run()
     assert first and all(text for _, text in first[:2])
     assert run() == first
+
+
+def test_the_shared_layout_is_served_from_the_cache_across_agents(task):
+    """In the shared layout the next speaker's prompt repeats the previous speaker's up to
+    the newest turn: the engine serves that prefix (whole 64-token blocks) from the
+    previous speaker's saved state, and the run is the same again with a warm cache."""
+    from conftest import PromptRecorder
+
+    from ima.models import llamacpp
+
+    def run() -> tuple[dict, PromptRecorder]:
+        recorder = PromptRecorder()
+        graph = compile_graph(task, "intrinsic", checkpointer=InMemorySaver())
+        settings = RunContext(
+            turn_cap=3,
+            max_turn_words=60,
+            memory_tokens=64,
+            long_term=False,
+            prompt_layout="shared",
+        )
+        config = {"configurable": {"thread_id": "shared"}, "callbacks": [recorder]}
+        return graph.invoke({}, config, context=settings), recorder
+
+    out, recorder = run()
+    prompts = [msgs for _, msgs in recorder.of_kind("agent_turn")]
+    engine = next(iter(llamacpp._ENGINES.values()))
+
+    def tokens(messages: list) -> list[int]:
+        return engine.tokenize([llamacpp._to_message(m) for m in messages])
+
+    second, third = tokens(prompts[1]), tokens(prompts[2])  # BOA, then CDA
+    shared = llamacpp._common_prefix(second, third)
+    system = len(tokens(prompts[2][:1]))
+    assert shared > system, "the turns come before the speaker's own parts"
+    cached = out["transcript"][2]["usage"]["cached_tokens"]
+    assert cached == min(shared, len(third) - 1) // llamacpp.BLOCK * llamacpp.BLOCK
+    again, _ = run()
+    assert [t["content"] for t in again["transcript"]] == [t["content"] for t in out["transcript"]]
+    assert again["memories"] == out["memories"]

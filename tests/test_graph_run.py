@@ -275,10 +275,11 @@ def test_each_memory_update_sees_only_its_agents_own_latest_turn(run_graph):
 
 
 def test_lean_memory_updates_show_the_role_but_not_the_task(run_graph, task):
+    """In the paper prompt layout (the shared one always opens with the task)."""
     seen = {}
     for layout in ("lean", "full"):
         recorder = PromptRecorder()
-        run_graph(callbacks=[recorder], memory_prompt=layout, turn_cap=4)
+        run_graph(callbacks=[recorder], memory_prompt=layout, turn_cap=4, prompt_layout="paper")
         seen[layout] = [
             "\n".join(str(m.content) for m in messages)
             for _, messages in recorder.of_kind("memory_update")

@@ -256,8 +256,8 @@ def run(
         bool,
         typer.Option(
             "--keep-history",
-            help="Keep every step's checkpoint after the run ends (for time travel); by "
-            "default a finished run keeps only its final state.",
+            help="Keep every step's checkpoint (for time travel); by default a run keeps "
+            "only its newest steps while it runs and its final state once it ends.",
         ),
     ] = False,
     as_json: JsonOpt = False,

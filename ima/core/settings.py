@@ -29,6 +29,7 @@ TemplateKind = Literal["generic", "manual", "llm"]
 MemoryMode = Literal["intrinsic", "none"]
 MemoryPromptLayout = Literal["lean", "full"]
 MemoryUpdateMode = Literal["rewrite", "edit"]
+PromptLayout = Literal["paper", "shared"]
 MEMORY_MODES: tuple[MemoryMode, ...] = ("intrinsic", "none")
 DEFAULT_MODEL = "embedded"
 CONFIG_FILE = "ima.toml"
@@ -113,6 +114,13 @@ class RunContext(BaseSettings):
         "whose probability reaches top_p (1 keeps all).",
     )
     max_turn_words: int = Field(80, ge=1, description="Word limit asked of each agent turn.")
+    prompt_layout: PromptLayout = Field(
+        "shared",
+        description="Order of an agent's prompt: paper (task and role, memory, recent turns, "
+        "question) or shared (task and recent turns first, the same for every agent, then "
+        "role, memory and question; old turns leave in blocks), which a prefix-caching "
+        "backend (llama.cpp, Ollama, hosted APIs) serves from its cache across agents.",
+    )
     memory_tokens: int = Field(
         256,
         ge=16,
@@ -126,9 +134,10 @@ class RunContext(BaseSettings):
     )
     memory_prompt: MemoryPromptLayout = Field(
         "lean",
-        description="What a memory update is shown: lean (the role, template, memory so far "
-        "and latest turn) or full (also the whole task, like the agent's own turn: more "
-        "tokens, but a prefix-caching backend skips the shared part).",
+        description="What a memory update is shown in the paper prompt layout: lean (the "
+        "role, template, memory so far and latest turn) or full (also the whole task, like "
+        "the agent's own turn). In the shared layout an update opens with the task and the "
+        "request, the same for every agent, then the role, memory and latest turn.",
     )
     memory_concurrency: int = Field(
         0,

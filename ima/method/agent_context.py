@@ -1,6 +1,16 @@
 """Where an agent's context is built. f_context, the paper's Algorithm 1: task and memory
 always, then the newest turns that fit the remaining token budget, kept in chronological
-order; and the turn prompt around it (role, phase question).
+order; and the turn prompt around it (role, phase question), in one of two layouts:
+
+- paper: system message task and role, then the agent's memory, the recent turns and the
+  question. The turns that fit are chosen afresh at every turn.
+- shared: system message the task and the roster, then the recent turns, then the agent's
+  role, memory and question. Every agent speaking at a turn sees the same recent turns (the
+  room reserves the largest role, question and memory of any agent), and once the
+  conversation no longer fits, the oldest turns leave `WINDOW_BLOCK` at a time, so the task
+  and the turns form a prefix that stays the same across agents and for several turns: a
+  prefix cache (llama.cpp, Ollama, hosted APIs) evaluates only the newest turn and the
+  speaker's own parts.
 
 Turn token counts are computed once when a turn is written (Turn.tokens), so building a
 context touches only the turns that fit, however long the conversation is.
@@ -15,11 +25,19 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from ima import prompts
-from ima.core.settings import RunContext
+from ima.core.settings import PromptLayout, RunContext
 from ima.core.state import ContextShare, Turn
 from ima.core.tokens import count_tokens
 from ima.method.context import newest_that_fit
-from ima.method.prompting import cached_count, sections, system_prompt
+from ima.method.prompting import (
+    cached_count,
+    conversation_section,
+    memory_section,
+    own_role_prompt,
+    sections,
+    system_prompt,
+    task_prompt,
+)
 from ima.method.schedule import is_vote, speaker_after
 from ima.tasks import Task
 
@@ -33,6 +51,28 @@ def recent_turns(transcript: Sequence[Turn], budget: int) -> list[Turn]:
     """Newest-first selection of whole turns within `budget` tokens, returned oldest first."""
     kept = newest_that_fit((t["tokens"] for t in reversed(transcript)), budget)
     return list(transcript[len(transcript) - kept :])
+
+
+# Turns the shared layout's window drops at a time once the conversation outgrows it: its
+# first turn is always a multiple of this (1-based: turns 1, 5, 9, ...), so the prefix is
+# stable for about this many turns.
+WINDOW_BLOCK = 4
+
+
+# The shared layout reserves the largest memory in steps of this many tokens.
+MEMORY_GRAIN = 64
+
+
+def block_window(transcript: Sequence[Turn], budget: int, block: int = WINDOW_BLOCK) -> list[Turn]:
+    """The newest whole turns within `budget` tokens, starting at a block boundary: the
+    turns `recent_turns` keeps, less the oldest up to `block` - 1 of them. Never fewer
+    than half of what fits (then the window starts where `recent_turns` starts)."""
+    kept = newest_that_fit((t["tokens"] for t in reversed(transcript)), budget)
+    first = len(transcript) - kept
+    aligned = -(-first // block) * block
+    if len(transcript) - aligned < -(-kept // 2):
+        aligned = first
+    return list(transcript[aligned:])
 
 
 def whole_lines_within(text: str, limit: int) -> str:
@@ -67,18 +107,31 @@ class Context:
 
 
 def build_context(
-    *, fixed_tokens: int, memory: str, transcript: Sequence[Turn], budget: int
+    *,
+    fixed_tokens: int,
+    memory: str,
+    transcript: Sequence[Turn],
+    budget: int,
+    shared_room: int | None = None,
 ) -> Context:
     """Fit memory and recent turns into `budget` after the fixed parts (task, role, instruction).
 
     Memory beats old history: it is placed first and truncated only if it alone overflows.
+    `shared_room` (the shared layout): the turns are the block-aligned window within the
+    smaller of it and what is left, the same for every agent whose parts fit the reserve.
     """
     room = budget - fixed_tokens
     memory_tokens = count_tokens(memory) if memory else 0
     if memory_tokens > room:
         memory = whole_lines_within(memory, max(room, 0))
         memory_tokens = count_tokens(memory) if memory else 0
-    turns = recent_turns(transcript, max(room - memory_tokens, 0))
+    history_room = max(room - memory_tokens, 0)
+    if shared_room is None:
+        turns = recent_turns(transcript, history_room)
+    else:
+        turns = block_window(transcript, min(history_room, max(shared_room, 0)))
+        if not turns:  # a budget too small to share any turn: the speaker's own room
+            turns = block_window(transcript, history_room)
     total = fixed_tokens + memory_tokens + sum(t["tokens"] for t in turns)
     return Context(memory=memory, turns=turns, tokens=total, memory_tokens=memory_tokens)
 
@@ -117,7 +170,33 @@ def build_turn_prompt(
     task: Task, role_id: str, state: Mapping[str, Any], settings: RunContext, with_memory: bool
 ) -> TurnPrompt:
     """f_context for one turn: task and role, the agent's own memory (intrinsic mode), the
-    newest turns that fit `settings.token_budget`, and the phase's question."""
+    newest turns that fit `settings.token_budget`, and the phase's question, in the order
+    `settings.prompt_layout` names."""
+    layout: PromptLayout = settings.prompt_layout
+    if layout == "shared":
+        return _shared_turn_prompt(task, role_id, state, settings, with_memory)
+    return _paper_turn_prompt(task, role_id, state, settings, with_memory)
+
+
+def _share(
+    settings: RunContext, *, task: int, role: int, frame: int, context: Context
+) -> ContextShare:
+    return ContextShare(
+        budget=settings.token_budget,
+        task=task,
+        role=role,
+        instruction=frame,
+        memory=context.memory_tokens,
+        history=sum(t["tokens"] for t in context.turns),
+        history_turns=[context.turns[0]["index"], context.turns[-1]["index"]]
+        if context.turns
+        else [],
+    )
+
+
+def _paper_turn_prompt(
+    task: Task, role_id: str, state: Mapping[str, Any], settings: RunContext, with_memory: bool
+) -> TurnPrompt:
     system = system_prompt(task, role_id, state["brief"])
 
     def user(memory: str | None, turns: str) -> str:
@@ -143,15 +222,125 @@ def build_turn_prompt(
     )
     text = user(context.memory if with_memory else None, context.rendered_turns)
     task_tokens = cached_count(state["brief"].strip())
-    share = ContextShare(
-        budget=settings.token_budget,
+    share = _share(
+        settings,
         task=task_tokens,
         role=system_tokens - task_tokens,
-        instruction=frame_tokens,
-        memory=context.memory_tokens,
-        history=context.tokens - system_tokens - frame_tokens - context.memory_tokens,
-        history_turns=[context.turns[0]["index"], context.turns[-1]["index"]]
-        if context.turns
-        else [],
+        frame=frame_tokens,
+        context=context,
     )
     return TurnPrompt([SystemMessage(system), HumanMessage(text)], share)
+
+
+def _shared_frame(
+    task: Task, role_id: str, state: Mapping[str, Any], settings: RunContext, with_memory: bool
+) -> Any:
+    """The shared layout's user message for `role_id`, as a function of its parts."""
+
+    def user(memory: str | None, turns: str, role: str) -> str:
+        return prompts.render(
+            "agent_turn_shared",
+            conversation=conversation_section(turns),
+            role=role,
+            memory=memory_section(memory if with_memory else None),
+            phase=state["phase"],
+            round=state["phase_round"],
+            instruction=instruction_for(task, role_id, state),
+            role_id=role_id,
+            words=settings.max_turn_words,
+        )
+
+    return user
+
+
+def _own_parts_reserve(
+    task: Task, state: Mapping[str, Any], settings: RunContext, with_memory: bool
+) -> int:
+    """Tokens every speaker's own parts may need at this turn: the largest role and
+    question of any speaker, and the largest memory (lessons included) rounded up to
+    MEMORY_GRAIN tokens, so the window moves only when some memory crosses a grain."""
+    largest = 0
+    for role_id in task.speakers:
+        user = _shared_frame(task, role_id, state, settings, with_memory)
+        own = cached_count(own_role_prompt(task, role_id)) + cached_count(user("", "x", ""))
+        largest = max(largest, own)
+    if not with_memory:
+        return largest
+    memory = max((cached_count(memory_text(m)) for m in state["memories"].values()), default=0)
+    return largest + -(-memory // MEMORY_GRAIN) * MEMORY_GRAIN
+
+
+def _shared_turn_prompt(
+    task: Task, role_id: str, state: Mapping[str, Any], settings: RunContext, with_memory: bool
+) -> TurnPrompt:
+    system = task_prompt(task, state["brief"])
+    role = own_role_prompt(task, role_id)
+    user = _shared_frame(task, role_id, state, settings, with_memory)
+    system_tokens = cached_count(system)
+    role_tokens = cached_count(role)
+    frame_tokens = cached_count(user("", "x", ""))
+    memory = memory_text(state["memories"][role_id]) if with_memory else ""
+    context = build_context(
+        fixed_tokens=system_tokens + role_tokens + frame_tokens,
+        memory=memory,
+        transcript=state["transcript"],
+        budget=settings.token_budget,
+        shared_room=settings.token_budget
+        - system_tokens
+        - _own_parts_reserve(task, state, settings, with_memory),
+    )
+    text = user(context.memory, context.rendered_turns, role)
+    share = _share(
+        settings, task=system_tokens, role=role_tokens, frame=frame_tokens, context=context
+    )
+    return TurnPrompt([SystemMessage(system), HumanMessage(text)], share)
+
+
+def build_question_prompt(
+    task: Task, role_id: str, state: Mapping[str, Any], settings: RunContext, question: str
+) -> TurnPrompt:
+    """A question to `role_id` about the meeting, without its memory (the documentation
+    step): the task and the role, the newest turns that fit, the question, in the order
+    `settings.prompt_layout` names. In the shared layout the turns are those the next
+    speaker would see, so a prefix cache serves them from the last turn's prompt."""
+    brief = state["brief"]
+    if settings.prompt_layout == "shared":
+        system = task_prompt(task, brief)
+        role = own_role_prompt(task, role_id)
+
+        def user(turns: str) -> str:
+            return f"{conversation_section(turns)}{role}\n\n{question}"
+
+        with_memory = bool(state.get("memories"))
+        shared_room = (
+            settings.token_budget
+            - cached_count(system)
+            - _own_parts_reserve(task, state, settings, with_memory)
+        )
+        role_tokens = cached_count(role)
+    else:
+        system = system_prompt(task, role_id, brief)
+
+        def user(turns: str) -> str:
+            return sections(None, turns) + question
+
+        shared_room = None
+        role_tokens = cached_count(system) - cached_count(brief.strip())
+    system_tokens = cached_count(system)
+    frame_tokens = cached_count(user("x"))
+    context = build_context(
+        fixed_tokens=system_tokens + frame_tokens,
+        memory="",
+        transcript=state["transcript"],
+        budget=settings.token_budget,
+        shared_room=shared_room,
+    )
+    task_tokens = system_tokens - role_tokens if shared_room is None else system_tokens
+    share = _share(
+        settings,
+        task=task_tokens,
+        role=role_tokens,
+        frame=frame_tokens - (role_tokens if shared_room is not None else 0),
+        context=context,
+    )
+    return TurnPrompt([SystemMessage(system), HumanMessage(user(context.rendered_turns))], share)

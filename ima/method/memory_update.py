@@ -139,17 +139,29 @@ class IntrinsicMemory:
         return 2 * self.tokens + 8 * len(self.template.sections)
 
     def messages(
-        self, memory: Memory | str | None, output: str, *, role: str = "", turn: int | None = None
+        self,
+        memory: Memory | str | None,
+        output: str,
+        *,
+        role: str = "",
+        turn: int | None = None,
+        system: str | None = None,
     ) -> list[BaseMessage]:
         """The update prompt: the agent's role (system message), then its template, its
-        memory so far and its latest output."""
+        memory so far and its latest output.
+
+        With `system` (text every agent's calls share, e.g. the task), that is the system
+        message and the role follows the request's instructions and template, so the
+        first update of each agent finds them in a prefix cache too."""
         current = self.read(memory)
         shown_turn = "latest" if turn is None else turn
+        shown_role = f"{role.strip()}\n\n" if system is not None and role.strip() else ""
         if self.mode == "edit":
             text = prompts.render(
                 "memory_edit",
                 edits=self.max_edits,
                 words=self.limits.note_words,
+                role=shown_role,
                 memory=current.numbered(),
                 turn=shown_turn,
                 output=output,
@@ -160,12 +172,15 @@ class IntrinsicMemory:
                 notes=self.limits.notes_per_section,
                 words=self.limits.note_words,
                 template=self.template.skeleton(),
+                role=shown_role,
                 memory="(empty: this is your first turn)"
                 if current.is_empty
                 else current.as_json(),
                 turn=shown_turn,
                 output=output,
             )
+        if system is not None:
+            return [SystemMessage(system), HumanMessage(text)]
         return ([SystemMessage(role)] if role else []) + [HumanMessage(text)]
 
     def _runnable(self, memory: Memory) -> Any:
@@ -198,15 +213,17 @@ class IntrinsicMemory:
         role: str = "",
         turn: int | None = None,
         metadata: dict[str, Any] | None = None,
+        system: str | None = None,
     ) -> MemoryUpdate:
         """The next version of `memory` from the agent's own latest `output`.
 
         `role` is the agent's role text (the update's system message); `metadata` labels
-        the call for tracing (LangSmith, callbacks).
+        the call for tracing (LangSmith, callbacks); `system`, text shared by every agent's
+        calls, opens the prompt instead (see `messages`).
         """
         reply = invoke_model(
             self._runnable(self.read(memory)),
-            self.messages(memory, output, role=role, turn=turn),
+            self.messages(memory, output, role=role, turn=turn, system=system),
             {"ima_kind": "memory_update", **(metadata or {})},
             self.output_cap,
         )
@@ -220,11 +237,12 @@ class IntrinsicMemory:
         role: str = "",
         turn: int | None = None,
         metadata: dict[str, Any] | None = None,
+        system: str | None = None,
     ) -> MemoryUpdate:
         """`update` for async callers."""
         reply = await ainvoke_model(
             self._runnable(self.read(memory)),
-            self.messages(memory, output, role=role, turn=turn),
+            self.messages(memory, output, role=role, turn=turn, system=system),
             {"ima_kind": "memory_update", **(metadata or {})},
             self.output_cap,
         )

@@ -102,12 +102,15 @@ class ScriptedChatModel(BaseChatModel):
 
     @staticmethod
     def _role(prompt: str) -> str:
-        found = re.search(r"You are .*? \((\w+)\), one of the agents", prompt)
+        found = re.search(r"# Your role\nYou are .*? \((\w+)\)", prompt)
         return found.group(1) if found else "AGENT"
 
     def _point(self, prompt: str) -> str:
-        """A sentence of the task brief (the text under `# Task`)."""
-        brief = prompt.split("# Task", 1)[-1].split("# Your role", 1)[0]
+        """A sentence of the task brief (the text under `# Task`, up to the next heading or
+        the meeting notes: the shared layout puts the roster and the turns after it)."""
+        brief = re.split(
+            r"^# |^Meeting notes", prompt.split("# Task", 1)[-1], maxsplit=1, flags=re.M
+        )[0]
         sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", brief) if len(s.split()) > 5]
         return self._rng(prompt).choice(sentences) if sentences else "the brief"
 

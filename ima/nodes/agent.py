@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +17,15 @@ from ima.method.votes import parse_flags
 from ima.models import Models
 from ima.models.calls import call_model
 from ima.tasks import Task
+
+# An English word is about 1.3 tokens; figures and units take more. A turn that keeps to its
+# word limit ends well within this cap; small models that ramble past it stop here.
+TOKENS_PER_WORD = 1.5
+
+
+def turn_output_cap(words: int) -> int:
+    """The most tokens a turn may generate when `words` words are asked."""
+    return math.ceil(TOKENS_PER_WORD * words)
 
 
 def make_agent_node(
@@ -38,7 +48,7 @@ def make_agent_node(
             models.agent(settings),
             prompt.messages,
             metadata,
-            max_tokens=2 * settings.max_turn_words,
+            max_tokens=turn_output_cap(settings.max_turn_words),
         )
         turn = Turn(
             index=index,

@@ -16,9 +16,8 @@ from langgraph.runtime import Runtime
 
 from ima.core.settings import RunContext
 from ima.core.state import FinalOutput, State, add_call_usage
-from ima.method.agent_context import build_context
+from ima.method.agent_context import build_question_prompt
 from ima.method.final_design import DESIGN_SECTIONS, design_schema, design_tokens, read_design
-from ima.method.prompting import cached_count, sections, system_prompt
 from ima.models import Models
 from ima.models.structured import AnswerError, answers_in_json, ask_structured, prompt_parts
 from ima.tasks import Task
@@ -71,7 +70,6 @@ def make_documentation_node(task: Task, models: Models) -> Callable[..., dict[st
     def documentation(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         settings = runtime.context
         model = models.agent(settings)
-        system = system_prompt(task, role_id, state["brief"])
         ending = (
             "all agents accepted" if state["consensus"] else "turn cap reached without consensus"
         )
@@ -79,18 +77,15 @@ def make_documentation_node(task: Task, models: Models) -> Callable[..., dict[st
         question, retry = prompt_parts(
             "documentation_json" if in_json else "documentation", ending=ending, finalizer=role_id
         )
-        context = build_context(
-            fixed_tokens=cached_count(system) + cached_count(sections(None, "x") + question),
-            memory="",
-            transcript=state["transcript"],
-            budget=settings.token_budget,
-        )
+        # The recent turns in the run's prompt layout; the specification opens the same way.
+        prompt = build_question_prompt(task, role_id, state, settings, question)
+        system, asked = (m.text for m in prompt.messages)
         meta = {"ima_role": role_id}
         written = ask_structured(
             model,
             design_schema(),
             design_schema(),
-            sections(None, context.rendered_turns) + question,
+            asked,
             retry,
             parse_design,
             {**meta, "ima_kind": "documentation"},

@@ -15,7 +15,7 @@ from langgraph.runtime import Runtime
 from ima.core.settings import RunContext
 from ima.core.state import MemoryRepairs, MemorySlot, MemoryVersion, State, add_usage
 from ima.method.memory_update import IntrinsicMemory, line_changes
-from ima.method.prompting import role_prompt, system_prompt
+from ima.method.prompting import own_role_prompt, role_prompt, system_prompt, task_prompt
 from ima.models import Models
 from ima.nodes.templates import template_for
 from ima.tasks import Task
@@ -49,17 +49,20 @@ def make_memory_node(task: Task, role_id: str, models: Models) -> Callable[..., 
             tokens=settings.memory_tokens,
             mode=settings.memory_update,
         )
-        role = (
-            role_prompt(task, role_id)
-            if settings.memory_prompt == "lean"
-            else system_prompt(task, role_id, state["brief"])
-        )
+        system = None
+        if settings.prompt_layout == "shared":  # the task every call opens with, then the role
+            role, system = own_role_prompt(task, role_id), task_prompt(task, state["brief"])
+        elif settings.memory_prompt == "lean":
+            role = role_prompt(task, role_id)
+        else:
+            role = system_prompt(task, role_id, state["brief"])
         result = memory.update(
             slot["text"],
             latest["content"],
             role=role,
             turn=latest["index"],
             metadata={"ima_role": role_id, "ima_turn": latest["index"]},
+            system=system,
         )
         update["usage"] = add_usage(update["usage"], {role_id: {"memory_update": result.usage}})
         text = result.text if result.text or not slot["text"] else slot["text"]

@@ -133,53 +133,81 @@ class PostgresCheckpointer(Fenced, PostgresSaver):
 
 
 def _snapshot_values(
-    saver: BaseCheckpointSaver, graph: CompiledStateGraph, thread_id: str
+    saver: BaseCheckpointSaver, graph: CompiledStateGraph, thread_id: str, keep_last: int
 ) -> tuple[Any, dict[str, Any]] | None:
-    """The thread's latest checkpoint and each DeltaChannel's whole value in it."""
-    latest = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
-    if latest is None:
-        return None
-    values = graph.get_state(latest.config).values
+    """The oldest of the thread's newest `keep_last` checkpoints and each DeltaChannel's
+    whole value in it; None when the thread has nothing older to fold into it."""
+    config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+    kept = list(saver.list(config, limit=keep_last))
+    if not kept or (keep_last > 1 and kept[-1].parent_config is None):
+        return None  # no checkpoint, or nothing before the oldest kept one
+    oldest = kept[-1]
+    values = graph.get_state(oldest.config).values
     delta = {
         k: values[k]
         for k, ch in graph.channels.items()
         if isinstance(ch, DeltaChannel) and k in values
     }
-    return latest, delta
+    return oldest, delta
 
 
-def compact_thread(saver: BaseCheckpointSaver, graph: CompiledStateGraph, config: Any) -> None:
-    """Keep only the latest checkpoint of a finished thread, its DeltaChannels stored whole.
+# A run that keeps no history is compacted while it runs (`compact_while_running`): LangGraph's bookkeeping of each step (a
+# checkpoint, a dozen rows of writes) outweighs the text a step adds, so a long run's
+# database would grow to many times its state. The newest steps stay whole, so nothing a
+# step still being written relies on is touched; only they remain for time travel.
+COMPACT_EVERY = 60  # steps: about 20 turns (agent turn, memory update, router)
+KEEP_STEPS = 3
+
+
+def compact_while_running(
+    saver: BaseCheckpointSaver, graph: CompiledStateGraph, config: Any, steps: int
+) -> bool:
+    """After `steps` steps of a run that keeps no history: compact it every COMPACT_EVERY
+    steps, keeping the newest KEEP_STEPS whole. True when it compacted."""
+    if steps % COMPACT_EVERY:
+        return False
+    compact_thread(saver, graph, config, keep_last=KEEP_STEPS)
+    return True
+
+
+def compact_thread(
+    saver: BaseCheckpointSaver, graph: CompiledStateGraph, config: Any, keep_last: int = 1
+) -> None:
+    """Fold a thread's history into one checkpoint, its DeltaChannels stored whole.
+
+    `keep_last=1` (a finished thread): keep only the latest checkpoint. More: keep the
+    newest `keep_last` checkpoints as they are, and the oldest of them becomes the thread's
+    first, holding a snapshot of every delta channel (a run in progress).
 
     The way LangGraph documents to prune a thread that uses DeltaChannel
     (`BaseCheckpointSaver.prune`; PostgresSaver's own prune refuses such threads): the kept
     checkpoint holds a snapshot of every delta channel, so nothing needs the deleted
-    ancestors. The thread's state is unchanged; its step-by-step history is gone.
+    ancestors. The thread's state is unchanged; its older step-by-step history is gone.
     """
     thread_id = str(config["configurable"]["thread_id"])
-    found = _snapshot_values(saver, graph, thread_id)
+    found = _snapshot_values(saver, graph, thread_id, max(keep_last, 1))
     if found is None:
         return
-    latest, delta = found
-    metadata = {**latest.metadata, "counters_since_delta_snapshot": {k: [0, 0] for k in delta}}
-    keep = latest.config["configurable"]["checkpoint_id"]
+    oldest, delta = found
+    metadata = {**oldest.metadata, "counters_since_delta_snapshot": {k: [0, 0] for k in delta}}
+    keep = oldest.config["configurable"]["checkpoint_id"]
     if isinstance(saver, PostgresSaver):
         _compact_postgres(saver, thread_id, keep, delta, metadata)
     else:
-        _compact_sqlite(saver, latest, thread_id, keep, delta, metadata)
+        _compact_sqlite(saver, oldest, thread_id, keep, delta, metadata)
 
 
 def _compact_sqlite(
     saver: Any,
-    latest: Any,
+    kept: Any,
     thread_id: str,
     keep: str,
     delta: dict[str, Any],
     metadata: dict[str, Any],
 ) -> None:
-    """SqliteSaver keeps the whole checkpoint (values included) in one row: rewrite it.
-    Freed pages return to the file system."""
-    checkpoint = dict(latest.checkpoint)
+    """SqliteSaver keeps the whole checkpoint (values included) in one row: rewrite it, and
+    drop the checkpoints before it and their writes. Freed pages return to the file system."""
+    checkpoint = dict(kept.checkpoint)
     stored = dict(checkpoint["channel_values"])
     for key, value in delta.items():
         stored[key] = _DeltaSnapshot(value)
@@ -187,8 +215,9 @@ def _compact_sqlite(
     kind, blob = saver.serde.dumps_typed(checkpoint)
     where = "thread_id = ? AND checkpoint_ns = '' AND checkpoint_id"
     with saver.cursor() as cur:
-        cur.execute(f"DELETE FROM writes WHERE {where} != ?", (thread_id, keep))
-        cur.execute(f"DELETE FROM checkpoints WHERE {where} != ?", (thread_id, keep))
+        # Checkpoint ids grow with time (uuid6): LangGraph finds the latest by them too.
+        cur.execute(f"DELETE FROM writes WHERE {where} < ?", (thread_id, keep))
+        cur.execute(f"DELETE FROM checkpoints WHERE {where} < ?", (thread_id, keep))
         cur.execute(
             f"UPDATE checkpoints SET type = ?, checkpoint = ?, metadata = ?, "
             f"parent_checkpoint_id = NULL WHERE {where} = ?",
@@ -201,11 +230,11 @@ def _compact_sqlite(
 # PostgresSaver keeps primitive values inline in the checkpoint's JSON and every other value
 # (a `_DeltaSnapshot` too, leaving the marker `true` inline) in checkpoint_blobs under
 # (channel, version). Compaction rewrites the kept row and its delta channels' blobs, then
-# drops every other checkpoint, write and unreferenced blob, in one transaction.
+# drops every earlier checkpoint, their writes and unreferenced blobs, in one transaction.
 _PG_COMPACT = (
     "DELETE FROM checkpoint_writes WHERE thread_id = %s AND checkpoint_ns = '' "
-    "AND checkpoint_id <> %s",
-    "DELETE FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = '' AND checkpoint_id <> %s",
+    "AND checkpoint_id < %s",
+    "DELETE FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = '' AND checkpoint_id < %s",
 )
 _PG_BLOB = (
     "INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob) "

@@ -16,6 +16,9 @@ from ima.runs import leases
 from ima.runs.database import Database, open_database
 
 TABLE = "ima_runs"
+# Settings a run recorded before they existed ran with these values: resume keeps them
+# even where today's default differs.
+RECORDED_BEFORE: dict[str, Any] = {"prompt_layout": "paper"}
 _DDL = f"CREATE TABLE IF NOT EXISTS {TABLE} (thread_id TEXT PRIMARY KEY, record TEXT NOT NULL)"
 
 
@@ -45,7 +48,8 @@ class RunRecord:
     def run_context(self) -> RunContext:
         """The run's settings, as they were when it started (resume uses the same)."""
         names = RunContext.model_fields
-        return RunContext(**{k: v for k, v in self.settings.items() if k in names})
+        settings = {**RECORDED_BEFORE, **self.settings}
+        return RunContext(**{k: v for k, v in settings.items() if k in names})
 
     @property
     def shown_status(self) -> str:

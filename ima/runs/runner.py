@@ -23,7 +23,7 @@ from ima.method.agent_context import build_turn_prompt
 from ima.method.schedule import initial_position
 from ima.models import agent_model, memory_model
 from ima.runs import leases
-from ima.runs.checkpoints import compact_thread
+from ima.runs.checkpoints import compact_thread, compact_while_running
 from ima.runs.database import using
 from ima.runs.leases import Lease, ThreadBusy
 from ima.runs.outputs import check_output_dir, run_record, write_outputs
@@ -193,11 +193,15 @@ def _drive(
     payload: Any = None if snapshot.values else start
     if answer is not None and _questions(snapshot):
         payload = Command(resume=answer)
+    steps = 0
     while True:
         for chunk in graph.stream(
             payload, run.config, context=run.settings, stream_mode="updates", durability="sync"
         ):
             run.save()  # the time spent, step by step
+            steps += 1
+            if not run.record.keep_history:
+                compact_while_running(run.saver, graph, run.config, steps)
             for node, update in chunk.items():
                 if listener and isinstance(update, dict):
                     listener(node, update)

@@ -122,6 +122,7 @@ def build_page(
         "status_class": STATUS_CLASS.get(status, "info"),
         "memory_mode": memory_mode,
         "model": settings.get("model", ""),
+        "prompt_layout": settings.get("prompt_layout", "paper"),
         "facts": [
             ("turns", f"{len(turns)}"),
             ("tokens", f"{total.get('input_tokens', 0) + total.get('output_tokens', 0):,}"),
