@@ -7,25 +7,16 @@ from __future__ import annotations
 
 import shlex
 import sys
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console, RenderableType
+from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
 from rich.text import Text
 
+from ima.cli.display import job_progress
 from ima.cli.errors import Interrupted
 from ima.cli.settings_options import setting_option
 from ima.core.errors import UserError
@@ -236,30 +227,8 @@ def _queued(bench: PddlBench, done: int, counts: dict[str, int]) -> None:
     )
 
 
-class _BenchProgress(Progress):
-    """The bar with its ETA, and under it the episode running now."""
-
-    doing = ""
-
-    def get_renderables(self) -> Iterable[RenderableType]:
-        yield self.make_tasks_table(self.tasks)
-        if self.doing:
-            yield Text(f"  {self.doing}", style="dim", no_wrap=True, overflow="ellipsis")
-
-
 def _work(bench: PddlBench, done: int, total: int, limit: int) -> Any:
-    progress = _BenchProgress(
-        SpinnerColumn(),
-        TextColumn("pddl"),
-        BarColumn(bar_width=30),
-        MofNCompleteColumn(),
-        TextColumn("episodes ·"),
-        TimeElapsedColumn(),
-        TextColumn("· eta"),
-        TimeRemainingColumn(),
-        console=console,
-        speed_estimate_period=24 * 3600,
-    )
+    progress = job_progress(console, "pddl", "episodes")
 
     def notify(kind: str, job: Job, detail: dict[str, Any]) -> None:
         label = Episode(**job.run).label

@@ -7,12 +7,22 @@ the terminal as plain `Text`, never as rich markup: `[bold]` in a turn stays `[b
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.markdown import Markdown
 from rich.panel import Panel
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.status import Status
 from rich.syntax import Syntax
 from rich.table import Table
@@ -21,6 +31,33 @@ from rich.text import Text
 from ima.method.memory_quality import describe_repairs
 from ima.runs.outputs import usage_totals
 from ima.runs.registry import RunRecord
+
+
+class JobProgress(Progress):
+    """A bar of jobs (runs, episodes) with its ETA, and under it the one running now."""
+
+    doing = ""
+
+    def get_renderables(self) -> Iterable[RenderableType]:
+        yield self.make_tasks_table(self.tasks)
+        if self.doing:
+            yield Text(f"  {self.doing}", style="dim", no_wrap=True, overflow="ellipsis")
+
+
+def job_progress(console: Console, name: str, unit: str) -> JobProgress:
+    """`name` [bar] done/total `unit` · elapsed · eta."""
+    return JobProgress(
+        SpinnerColumn(),
+        TextColumn(name),
+        BarColumn(bar_width=30),
+        MofNCompleteColumn(),
+        TextColumn(f"{unit} ·"),
+        TimeElapsedColumn(),
+        TextColumn("· eta"),
+        TimeRemainingColumn(),
+        console=console,
+        speed_estimate_period=24 * 3600,  # jobs take minutes: average over all of them
+    )
 
 
 class LiveView:

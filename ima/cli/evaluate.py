@@ -12,26 +12,17 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console, RenderableType
+from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.text import Text
 
 from ima.cli.calibrate import calibrate_command
+from ima.cli.display import job_progress
 from ima.cli.errors import Interrupted
 from ima.cli.options import JudgeAttemptsOpt, TaskOpt
 from ima.cli.settings_options import setting_option
@@ -365,31 +356,9 @@ def _enqueue(evaluation: Evaluation, shared: SharedEvaluation, done: int, todo: 
     )
 
 
-class _EvalProgress(Progress):
-    """The bar with its ETA, and under it what is happening now."""
-
-    doing = ""
-
-    def get_renderables(self) -> Iterable[RenderableType]:
-        yield self.make_tasks_table(self.tasks)
-        if self.doing:
-            yield Text(f"  {self.doing}", style="dim", no_wrap=True, overflow="ellipsis")
-
-
 def _run(evaluation: Evaluation, done: int, total: int, cap: int) -> int:
     errors = 0
-    progress = _EvalProgress(
-        SpinnerColumn(),
-        TextColumn("eval"),
-        BarColumn(bar_width=30),
-        MofNCompleteColumn(),
-        TextColumn("runs ·"),
-        TimeElapsedColumn(),
-        TextColumn("· eta"),
-        TimeRemainingColumn(),
-        console=console,
-        speed_estimate_period=24 * 3600,  # runs take minutes: average over all of them
-    )
+    progress = job_progress(console, "eval", "runs")
 
     def notify(event: Event) -> None:
         nonlocal errors
