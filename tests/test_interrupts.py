@@ -36,6 +36,9 @@ class Watched:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            # As from a terminal, even when the suite itself runs as a background job
+            # (which ignores SIGINT, and a child would inherit that).
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         self.cwd = cwd
         self.out: list[str] = []
