@@ -151,10 +151,11 @@ def _snapshot_values(
     return oldest, delta
 
 
-# A run that keeps no history is compacted while it runs (`compact_while_running`): LangGraph's bookkeeping of each step (a
-# checkpoint, a dozen rows of writes) outweighs the text a step adds, so a long run's
-# database would grow to many times its state. The newest steps stay whole, so nothing a
-# step still being written relies on is touched; only they remain for time travel.
+# A run that keeps no history is compacted while it runs (`compact_while_running`):
+# LangGraph's bookkeeping of each step (a checkpoint, a dozen rows of writes) outweighs the
+# text a step adds, so a long run's database would grow to many times its state. The newest
+# steps stay whole, so nothing a step still being written relies on is touched; only they
+# remain for time travel.
 COMPACT_EVERY = 60  # steps: about 20 turns (agent turn, memory update, router)
 KEEP_STEPS = 3
 
