@@ -285,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     if unknown:
         parser.error(f"unknown variant {unknown[0]!r}")
-    chosen = [v for v in VARIANTS if v.name in wanted]
+    chosen = [next(v for v in VARIANTS if v.name == w) for w in wanted]  # in the order given
     if args.repeat:
         again = next(v for v in VARIANTS if v.name == args.repeat)
         chosen.append(Variant(f"{again.name} again", again.flags, again.commit))

@@ -247,7 +247,8 @@ def test_in_the_shared_layout_memory_updates_open_with_what_every_agent_shares(t
         updates = recorder.of_kind("memory_update")
         turn_system = recorder.of_kind("agent_turn")[0][1][0].content
         assert {system.content for _, (system, _) in updates} == {turn_system}
-        openings = {human.content.split("# Your role", 1)[0] for _, (_, human) in updates[:8]}
+        first = {meta["ima_role"]: human for meta, (_, human) in reversed(updates)}
+        openings = {human.content.split("# Your role", 1)[0] for human in first.values()}
         assert len(openings) == 1, "the same request for every agent's first update"
         for meta, (_, human) in updates:
             own = out["transcript"][meta["ima_turn"] - 1]

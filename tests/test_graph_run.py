@@ -85,6 +85,27 @@ def test_a_turn_cannot_write_another_agents_memory(run_graph, mode):
         assert version["turn"] == 0 or version["turn"] in own_turns[version["role"]]
 
 
+class BareVotes(ScriptedChatModel):
+    """Votes with the word alone, as small models often answer."""
+
+    def _turn(self, prompt):
+        text = super()._turn(prompt)
+        return text.split("\n", 1)[0] if text.startswith(("ACCEPT", "REJECT")) else text
+
+
+def test_a_bare_vote_leaves_the_memory_as_it_was_without_a_model_call(run_graph):
+    recorder = PromptRecorder()
+    out = run_graph("intrinsic", model=BareVotes(), callbacks=[recorder])
+    assert out["status"] == "finalized"
+    bare = {t["index"]: t["speaker"] for t in out["transcript"] if t["content"] == "ACCEPT"}
+    assert bare
+    updated = {meta["ima_turn"] for meta, _ in recorder.of_kind("memory_update")}
+    assert updated == {t["index"] for t in out["transcript"]} - set(bare)
+    assert not {v["turn"] for v in out["memory_log"]} & set(bare)
+    for index, role in bare.items():  # formed from the vote all the same: never due again
+        assert out["memories"][role]["seen_turn"] >= index
+
+
 def hostile_memory_answer(role: str, others: list[str]) -> str:
     """A memory-update answer that tries to rewrite every other agent's memory, beside a
     note in the agent's own section."""
@@ -108,7 +129,7 @@ def test_a_memory_update_node_can_only_write_its_own_agents_slot(task, template)
                 due.setdefault(node.removesuffix("_memory"), snapshot)
     assert set(task.speakers) <= set(due)
 
-    context = RunContext(model="scripted", template=template)
+    context = RunContext(model="scripted", template=template, memory_update="rewrite")
     for role in task.speakers:
         others = [r for r in task.speakers if r != role]
         answer = AIMessage(
@@ -226,9 +247,10 @@ def test_each_turn_asks_the_question_of_its_phase_and_hands_over_to_the_next_spe
     run_graph, task
 ):
     """The question closing each agent's prompt: its own role, round and phase, that
-    phase's instruction (no other's), and for the facilitator the agent who speaks next."""
+    phase's instruction (no other's), and for the facilitator the agent who speaks next,
+    in half the workers' words (it is asked for two sentences)."""
     recorder = PromptRecorder()
-    out = run_graph(callbacks=[recorder])
+    out = run_graph(callbacks=[recorder], max_turn_words=60)
     transcript = out["transcript"]
     instructions = {p.name: " ".join(p.instruction.split()) for p in task.schedule.phases}
     calls = recorder.of_kind("agent_turn")
@@ -238,6 +260,8 @@ def test_each_turn_asks_the_question_of_its_phase_and_hands_over_to_the_next_spe
         question = prompt[prompt.rindex("Question for you, ") :]
         assert question.startswith(f"Question for you, {turn['speaker']}, in round ")
         assert f"of the {turn['phase']} phase." in question
+        words = 30 if turn["speaker"] == task.schedule.facilitator else 60
+        assert f"Answer in at most {words} words" in question
         if "FINALIZE" in turn["flags"]:
             assert f"hand over to {task.schedule.finalizer}" in question
             continue
@@ -248,9 +272,10 @@ def test_each_turn_asks_the_question_of_its_phase_and_hands_over_to_the_next_spe
             assert f"what exactly {next_speaker} should address next" in question
 
 
-def test_each_memory_update_sees_only_its_agents_own_latest_turn(run_graph):
+@pytest.mark.parametrize("mode", ["rewrite", "edit"])
+def test_each_memory_update_sees_only_its_agents_own_latest_turn(run_graph, mode):
     recorder = PromptRecorder()
-    out = run_graph(callbacks=[recorder])
+    out = run_graph(callbacks=[recorder], memory_update=mode)
     turns = {t["index"]: t for t in out["transcript"]}
     calls = recorder.of_kind("memory_update")
     assert len(calls) == len(turns)
@@ -260,18 +285,22 @@ def test_each_memory_update_sees_only_its_agents_own_latest_turn(run_graph):
         prompt = str(messages[-1].content)
         latest = prompt.split(f"## Your latest turn (turn {turn['index']})\n", 1)[1]
         assert latest == turn["content"]
-        # the memory it rewrites is the agent's own, as it was before this turn
+        # the memory it updates is the agent's own, as it was before this turn
         before = [
             v["text"]
             for v in out["memory_log"]
             if v["role"] == turn["speaker"] and v["turn"] < turn["index"]
         ][-1]
-        shown = prompt.split("## Your memory so far\n", 1)[1].split("\n\n## Your latest turn")[0]
-        if before:
-            template = as_template(out["templates"][turn["speaker"]])
-            assert Memory.parse(before, template).as_json() == shown
+        memory = Memory.parse(before, as_template(out["templates"][turn["speaker"]]))
+        if not before:  # written whole in either mode
+            shown = prompt.split("## Your memory so far\n", 1)[1]
+            assert shown.startswith("(empty: this is your first turn)\n\n")
+        elif mode == "edit":
+            shown = prompt.split("## Your memory (numbered notes per section)\n", 1)[1]
+            assert shown.startswith(memory.numbered() + "\n\n## Your latest turn")
         else:
-            assert shown == "(empty: this is your first turn)"
+            shown = prompt.split("## Your memory so far\n", 1)[1]
+            assert shown.startswith(memory.as_json() + "\n\n## Your latest turn")
 
 
 def test_lean_memory_updates_show_the_role_but_not_the_task(run_graph, task):

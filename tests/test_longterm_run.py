@@ -38,8 +38,12 @@ def test_a_second_run_starts_with_the_first_runs_matured_lessons(
 
     def run(principal: str, **settings) -> tuple[dict, dict, dict]:
         """One run; returns its final values, the setup node's starting memories, run.json."""
-        context = RunContext(
-            model="scripted", principal=principal, long_term_policy=str(policy), **settings
+        context = RunContext(  # rewrites: the lesson stays the decision until the end
+            model="scripted",
+            principal=principal,
+            long_term_policy=str(policy),
+            memory_update="rewrite",
+            **settings,
         )
         record = create_run(
             task_ref="data-pipeline",

@@ -121,12 +121,25 @@ def test_edits_add_replace_and_remove_by_the_numbers_shown():
     memory = manager(reply(json.dumps(edits)), mode="edit", tokens=256)
     previous = "## Requirements\n- 80 TB/day\n## Decisions\n- storage: undecided\n- use HDFS"
     shown = memory.messages(previous, "turn")[-1].content
-    assert "## Decisions [decisions]: <decision>\n1. storage: undecided\n2. use HDFS" in shown
+    assert "- [decisions] Decisions: <decision>\n\n" in shown  # before the memory: cacheable
+    assert "## Decisions [decisions]\n1. storage: undecided\n2. use HDFS" in shown
     result = memory.update(previous, "turn")
     assert result.text == (
         "## Requirements\n- 80 TB/day\n- latency under 5 minutes\n## Decisions\n- object storage: S3"
     )
     assert result.repairs.malformed_edits == 0
+
+
+def test_edit_mode_writes_an_empty_memory_whole_then_edits_it():
+    first = reply('{"requirements": ["80 TB/day"], "decisions": ["use S3"]}')
+    then = reply('{"edits": [{"in": "decisions", "replace": 1, "with": "use S3 Glacier"}]}')
+    memory = manager(first, then, mode="edit")
+    assert "Write your working memory" in memory.messages("", "turn")[-1].text
+    written = memory.update("", "turn 1")
+    assert written.text == "## Requirements\n- 80 TB/day\n## Decisions\n- use S3"
+    assert "Make 1 to 3 edits" in memory.messages(written.memory, "turn")[-1].text
+    edited = memory.update(written.memory, "turn 2")
+    assert edited.text == "## Requirements\n- 80 TB/day\n## Decisions\n- use S3 Glacier"
 
 
 def test_malformed_edits_and_edits_aimed_at_another_agent_change_nothing_and_are_counted():

@@ -113,7 +113,9 @@ class RunContext(BaseSettings):
         description="Nucleus sampling: keep the smallest set of tokens "
         "whose probability reaches top_p (1 keeps all).",
     )
-    max_turn_words: int = Field(80, ge=1, description="Word limit asked of each agent turn.")
+    max_turn_words: int = Field(
+        80, ge=1, description="Word limit asked of each agent turn (the facilitator: half)."
+    )
     prompt_layout: PromptLayout = Field(
         "shared",
         description="Order of an agent's prompt: paper (task and role, memory, recent turns, "
@@ -128,9 +130,10 @@ class RunContext(BaseSettings):
         "fit it, and every context reserves it, so a memory is never cut off.",
     )
     memory_update: MemoryUpdateMode = Field(
-        "rewrite",
-        description="How memory changes after each turn: rewrite (the paper: the whole memory "
-        "again) or edit (a few add/replace/remove operations: far fewer generated tokens).",
+        "edit",
+        description="How memory changes after each turn: edit (written whole at first, then a "
+        "few add/replace/remove operations: far fewer generated tokens) or rewrite (the paper: "
+        "the whole memory again).",
     )
     memory_prompt: MemoryPromptLayout = Field(
         "lean",

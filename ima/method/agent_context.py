@@ -153,6 +153,14 @@ def instruction_for(task: Task, role_id: str, state: Mapping[str, Any]) -> str:
     return prompts.render("instruction_worker", phase_instruction=phase.instruction)
 
 
+def turn_words(task: Task, role_id: str, settings: RunContext) -> int:
+    """The word limit of `role_id`'s turns: the facilitator, asked for two sentences, gets
+    half of `settings.max_turn_words` (small models otherwise fill the rest with echoes)."""
+    if role_id == task.schedule.facilitator:
+        return max(1, settings.max_turn_words // 2)
+    return settings.max_turn_words
+
+
 @dataclass(frozen=True)
 class TurnPrompt:
     """An agent's messages for one turn and how they used the token budget."""
@@ -207,7 +215,7 @@ def _paper_turn_prompt(
             round=state["phase_round"],
             instruction=instruction_for(task, role_id, state),
             role_id=role_id,
-            words=settings.max_turn_words,
+            words=turn_words(task, role_id, settings),
         )
 
     # Fixed parts: system prompt and the turn frame with empty memory and no turns.
@@ -247,7 +255,7 @@ def _shared_frame(
             round=state["phase_round"],
             instruction=instruction_for(task, role_id, state),
             role_id=role_id,
-            words=settings.max_turn_words,
+            words=turn_words(task, role_id, settings),
         )
 
     return user

@@ -118,6 +118,12 @@ class MemoryTemplate:
             f"## {s.title}" + (f"\n- {s.hint}" if s.hint else "") for s in self.sections
         )
 
+    def guide(self) -> str:
+        """One line per section: its key, title and what belongs in it."""
+        return "\n".join(
+            f"- [{s.key}] {s.title}" + (f": {s.hint}" if s.hint else "") for s in self.sections
+        )
+
     def skeleton(self) -> str:
         """The template as the JSON object a rewrite answers with (placeholders as notes)."""
         return json.dumps({s.key: [s.hint or "..."] for s in self.sections}, ensure_ascii=False)
@@ -207,13 +213,11 @@ class Memory:
         return "\n".join(parts)
 
     def numbered(self) -> str:
-        """Every section with its key and numbered notes: what an edit refers to."""
+        """Every section with its key and numbered notes: what an edit refers to (what
+        belongs in each is `MemoryTemplate.guide`, shown once before)."""
         lines = []
         for section, notes in zip(self.template.sections, self.notes, strict=True):
-            hint = f": {section.hint}" if section.hint else ""
-            lines.append(
-                f"## {section.title} [{section.key}]{hint}" + ("" if notes else " (empty)")
-            )
+            lines.append(f"## {section.title} [{section.key}]" + ("" if notes else " (empty)"))
             lines += [f"{i}. {n}" for i, n in enumerate(notes, 1)]
         return "\n".join(lines)
 

@@ -9,7 +9,8 @@ Two ways to update, comparable as an ablation:
 - rewrite (the paper): the model writes the whole memory again, one bounded list of notes
   per template section;
 - edit: the model answers with a few operations on its memory (add a note to a section,
-  replace or remove note N), applied deterministically; it writes far fewer tokens.
+  replace or remove note N), applied deterministically; it writes far fewer tokens. An
+  empty memory has nothing to edit: the first update writes it whole, as a rewrite does.
 
 Either way the answer is asked as JSON that the backend constrains where it can (a
 llama.cpp grammar, Ollama `format`, tool calling), is read into sections, and is cut to
@@ -131,12 +132,21 @@ class IntrinsicMemory:
             return memory
         return Memory.parse(memory or "", self.template)
 
+    def _writes_whole(self, memory: Memory | str | None) -> bool:
+        # Edit mode writes an empty memory whole: there is nothing to edit yet.
+        return self.mode == "rewrite" or self.read(memory).is_empty
+
     @property
     def output_cap(self) -> int:
-        """The most tokens one update may generate: room for a full memory and its JSON."""
+        """The most tokens one update of a non-empty memory may generate: a few edits (edit
+        mode), or the whole memory and its JSON (rewrite mode, and any first write)."""
         if self.mode == "edit":
             return self.max_edits * (self.limits.note_chars // 3 + 16)
         return 2 * self.tokens + 8 * len(self.template.sections)
+
+    def _cap(self, memory: Memory | str | None) -> int:
+        whole = 2 * self.tokens + 8 * len(self.template.sections)
+        return whole if self._writes_whole(memory) else self.output_cap
 
     def messages(
         self,
@@ -156,12 +166,13 @@ class IntrinsicMemory:
         current = self.read(memory)
         shown_turn = "latest" if turn is None else turn
         shown_role = f"{role.strip()}\n\n" if system is not None and role.strip() else ""
-        if self.mode == "edit":
+        if not self._writes_whole(current):
             text = prompts.render(
                 "memory_edit",
                 edits=self.max_edits,
                 words=self.limits.note_words,
                 role=shown_role,
+                sections=self.template.guide(),
                 memory=current.numbered(),
                 turn=shown_turn,
                 output=output,
@@ -185,18 +196,18 @@ class IntrinsicMemory:
 
     def _runnable(self, memory: Memory) -> Any:
         schema = (
-            edit_schema(memory, self.limits, self.max_edits)
-            if self.mode == "edit"
-            else rewrite_schema(self.template, self.limits)
+            rewrite_schema(self.template, self.limits)
+            if self._writes_whole(memory)
+            else edit_schema(memory, self.limits, self.max_edits)
         )
-        return structured_runnable(self.model, schema, schema, max_tokens=self.output_cap)
+        return structured_runnable(self.model, schema, schema, max_tokens=self._cap(memory))
 
     def interpret(self, memory: Memory | str | None, reply: Reply) -> MemoryUpdate:
         """The stored next version from a model's answer (no model call): an unusable
         answer leaves the memory as it was."""
         previous = self.read(memory)
         repairs = Repairs()
-        if self.mode == "edit":
+        if not self._writes_whole(previous):
             edits = parse_edits(reply.text, self.template, repairs)
             new = previous if edits is None else apply_edits(previous, edits, repairs)
             new = bound(new, self.limits, repairs, self.count, oldest_first=True)
@@ -225,7 +236,7 @@ class IntrinsicMemory:
             self._runnable(self.read(memory)),
             self.messages(memory, output, role=role, turn=turn, system=system),
             {"ima_kind": "memory_update", **(metadata or {})},
-            self.output_cap,
+            self._cap(memory),
         )
         return self.interpret(memory, reply)
 
@@ -244,7 +255,7 @@ class IntrinsicMemory:
             self._runnable(self.read(memory)),
             self.messages(memory, output, role=role, turn=turn, system=system),
             {"ima_kind": "memory_update", **(metadata or {})},
-            self.output_cap,
+            self._cap(memory),
         )
         return self.interpret(memory, reply)
 

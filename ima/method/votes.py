@@ -11,6 +11,7 @@ import re
 _NEGATED_ACCEPT = re.compile(r"\b(not|cannot|can't|won't|don't|do not)\s+accept", re.I)
 _ACCEPT = re.compile(r"\baccept(s|ed)?\b", re.I)
 _REJECT = re.compile(r"\breject(s|ed)?\b", re.I)
+_MARKER_WORDS = re.compile(r"\b(?:accept(?:s|ed)?|reject(?:s|ed)?|finali[sz]e)\b", re.I)
 _FINALIZE = re.compile(r"\bFINALI[SZ]E\b|^\W*(?i:finali[sz]e)\b", re.M)
 
 
@@ -33,3 +34,8 @@ def parse_flags(text: str, voting: bool = True) -> list[str]:
     if _FINALIZE.search(text):
         flags.append("FINALIZE")
     return flags
+
+
+def only_markers(text: str) -> bool:
+    """Whether a turn holds nothing but markers and punctuation (a bare "ACCEPT")."""
+    return not re.sub(r"\W+", "", _MARKER_WORDS.sub("", text))

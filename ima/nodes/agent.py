@@ -11,7 +11,7 @@ from langgraph.runtime import Runtime
 from ima.core.settings import RunContext
 from ima.core.state import State, Turn
 from ima.core.tokens import count_tokens
-from ima.method.agent_context import build_turn_prompt, render_turn
+from ima.method.agent_context import build_turn_prompt, render_turn, turn_words
 from ima.method.schedule import is_vote
 from ima.method.votes import parse_flags
 from ima.models import Models
@@ -48,7 +48,7 @@ def make_agent_node(
             models.agent(settings),
             prompt.messages,
             metadata,
-            max_tokens=turn_output_cap(settings.max_turn_words),
+            max_tokens=turn_output_cap(turn_words(task, role_id, settings)),
         )
         turn = Turn(
             index=index,

@@ -16,6 +16,7 @@ from ima.core.settings import RunContext
 from ima.core.state import MemoryRepairs, MemorySlot, MemoryVersion, State, add_usage
 from ima.method.memory_update import IntrinsicMemory, line_changes
 from ima.method.prompting import own_role_prompt, role_prompt, system_prompt, task_prompt
+from ima.method.votes import only_markers
 from ima.models import Models
 from ima.nodes.templates import template_for
 from ima.tasks import Task
@@ -35,6 +36,11 @@ def make_memory_node(task: Task, role_id: str, models: Models) -> Callable[..., 
         settings = runtime.context
         latest = latest_turn_of(state, role_id)
         slot = state["memories"][role_id]
+        if only_markers(latest["content"]) and slot["template"] == settings.template:
+            # A bare vote gives the memory nothing to keep (the vote is in the state): the
+            # memory stays as it is, formed from this turn.
+            runtime.stream_writer({"event": "memory", "role": role_id, "version": slot["version"]})
+            return {"memories": {role_id: MemorySlot(**{**slot, "seen_turn": latest["index"]})}}
         update: dict[str, Any] = {"usage": {}}
         template = state["templates"].get(role_id)
         if slot["template"] != settings.template or template is None:
