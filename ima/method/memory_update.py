@@ -92,7 +92,8 @@ class IntrinsicMemory:
             section (a manual template, or one the model wrote with `write_template`).
         tokens: the memory's budget: a stored memory never exceeds it, so a context
             builder that reserves it never has to cut a memory.
-        mode: "rewrite" (the paper: the whole memory again) or "edit" (a few operations).
+        mode: "rewrite" (the paper: the whole memory again) or "edit" (a few operations;
+            an empty memory is written whole).
         max_edits: the most operations one edit answer may make.
         token_counter: counts a text's tokens for the budget (default: tiktoken cl100k).
 
