@@ -143,11 +143,14 @@ class IntrinsicMemory:
         mode), or the whole memory and its JSON (rewrite mode, and any first write)."""
         if self.mode == "edit":
             return self.max_edits * (self.limits.note_chars // 3 + 16)
+        return self._whole_cap
+
+    @property
+    def _whole_cap(self) -> int:
         return 2 * self.tokens + 8 * len(self.template.sections)
 
     def _cap(self, memory: Memory | str | None) -> int:
-        whole = 2 * self.tokens + 8 * len(self.template.sections)
-        return whole if self._writes_whole(memory) else self.output_cap
+        return self._whole_cap if self._writes_whole(memory) else self.output_cap
 
     def messages(
         self,
