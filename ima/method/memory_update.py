@@ -236,13 +236,14 @@ class IntrinsicMemory:
         the call for tracing (LangSmith, callbacks); `system`, text shared by every agent's
         calls, opens the prompt instead (see `messages`).
         """
+        current = self.read(memory)  # parsed once for the prompt, schema, cap and answer
         reply = invoke_model(
-            self._runnable(self.read(memory)),
-            self.messages(memory, output, role=role, turn=turn, system=system),
+            self._runnable(current),
+            self.messages(current, output, role=role, turn=turn, system=system),
             {"ima_kind": "memory_update", **(metadata or {})},
-            self._cap(memory),
+            self._cap(current),
         )
-        return self.interpret(memory, reply)
+        return self.interpret(current, reply)
 
     async def aupdate(
         self,
@@ -255,13 +256,14 @@ class IntrinsicMemory:
         system: str | None = None,
     ) -> MemoryUpdate:
         """`update` for async callers."""
+        current = self.read(memory)  # parsed once for the prompt, schema, cap and answer
         reply = await ainvoke_model(
-            self._runnable(self.read(memory)),
-            self.messages(memory, output, role=role, turn=turn, system=system),
+            self._runnable(current),
+            self.messages(current, output, role=role, turn=turn, system=system),
             {"ima_kind": "memory_update", **(metadata or {})},
-            self._cap(memory),
+            self._cap(current),
         )
-        return self.interpret(memory, reply)
+        return self.interpret(current, reply)
 
 
 TEMPLATE_TOKENS = 400  # an LLM-written template is 8-20 lines
