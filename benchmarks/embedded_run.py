@@ -21,6 +21,12 @@ from each run's state as its own code wrote it.
 `--repeat NAME` runs that variant once more, in a fresh process, and says whether every
 output (turns, every memory version, the final design and specification) is the same. To
 compare something else, add a `Variant` to VARIANTS.
+
+Machines differ up to 3x from day to day, so before each variant a probe measures the
+machine's speed on the same model (a fresh 1,024-token prompt, then 128 generated tokens,
+llama.cpp's own timings), and the table adds the wall time scaled to the reference speed
+below: wall time x (model time at the reference speed / model time at the probed speed),
+where model time is evaluated tokens / prompt speed + generated tokens / generation speed.
 """
 
 from __future__ import annotations
@@ -59,6 +65,8 @@ VARIANTS = (
     Variant("shared-edit", ("--prompt-layout", "shared", "--memory-update", "edit")),
 )
 DEFAULT = tuple(v.name for v in VARIANTS if not v.commit)
+# The default model on a quiet 2-core machine (11-30): prompt and generation tokens/s.
+REFERENCE_SPEED = (200.0, 47.0)
 KINDS = ("agent_turn", "memory_update", "template_generation", "documentation")
 
 # Run in the variant's own code: its state as that code stored it.
@@ -74,6 +82,44 @@ values = load_state(record, sys.argv[1])
 keys = ("memory_log", "templates", "final", "transcript", "brief")
 print(json.dumps({"ima": ima.__file__, **{k: values.get(k) for k in keys}}, default=str))
 """
+
+
+# The machine's speed now, in a fresh process: llama.cpp's timings of a 1,024-token prompt
+# evaluated from scratch, then of 128 tokens generated.
+PROBE = """
+import json
+from langchain_core.messages import HumanMessage
+from ima.core.tokens import count_tokens
+from ima.models.llamacpp import load_embedded
+model = load_embedded()
+words = "camera lidar radar depot upload safety budget storage region retention".split()
+text = " ".join(words[i * 7 % len(words)] for i in range(1200))
+while count_tokens(text) > 1000:
+    text = text.rsplit(" ", 20)[0]
+timings = lambda **kw: model.invoke([HumanMessage(text)], **kw).response_metadata["timings"]
+prompt = timings(max_tokens=1)
+generation = timings(max_tokens=128, ignore_eos=True)
+print(json.dumps([prompt["prompt_per_second"], generation["predicted_per_second"]]))
+"""
+
+
+def probe_speed(model: str) -> tuple[float, float] | None:
+    """Prompt and generation tokens/s of the embedded model on this machine now."""
+    if model != "embedded":
+        return None
+    prompt, generation = json.loads(python(ROOT, "-c", PROBE))
+    return prompt, generation
+
+
+def at_reference_speed(figures: dict[str, Any], speed: tuple[float, float] | None) -> Any:
+    """The run's wall time scaled to REFERENCE_SPEED (see the module's docstring)."""
+    if speed is None:
+        return None
+
+    def model_seconds(prompt: float, generation: float) -> float:
+        return figures["evaluated"] / prompt + figures["generated"] / generation
+
+    return figures["wall_seconds"] * model_seconds(*REFERENCE_SPEED) / model_seconds(*speed)
 
 
 def environment(source: Path) -> dict[str, str]:
@@ -216,6 +262,9 @@ def rows() -> list[Row]:
     """Label, value, format of every printed row."""
     out: list[Row] = [
         ("wall time (s)", lambda f: f["wall_seconds"], ",.0f"),
+        ("  at the reference speed (s)", lambda f: f["reference_seconds"], ",.0f"),
+        ("machine: prompt tokens/s", lambda f: (f["speed"] or [None])[0], ",.0f"),
+        ("machine: generated tokens/s", lambda f: (f["speed"] or [None, None])[1], ",.1f"),
         ("turns", lambda f: f["turns"], ",.0f"),
         ("generated tokens", lambda f: f["generated"], ",.0f"),
     ]
@@ -302,6 +351,7 @@ def main(argv: list[str] | None = None) -> int:
                     check=True,
                     capture_output=True,
                 )
+            speed = probe_speed(args.model)
             try:
                 result = run(variant, source, Path(tmp), args.turn_cap, args.model)
             finally:
@@ -317,9 +367,11 @@ def main(argv: list[str] | None = None) -> int:
                 f"{result['state']['ima']}",
                 file=sys.stderr,
             )
+            measured = measure(result)
+            measured |= {"speed": speed, "reference_seconds": at_reference_speed(measured, speed)}
             figures.append(
                 {"variant": variant.name, "flags": list(variant.flags), "commit": variant.commit}
-                | measure(result)
+                | measured
             )
             outputs.append(model_outputs(result["state"]))
     print(table([v.name for v in chosen], figures))

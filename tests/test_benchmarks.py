@@ -114,6 +114,26 @@ def test_embedded_replay_replays_recorded_calls_on_the_embedded_model(tmp_path):
         assert len(rows) == 2 and all(0 < r["output_tokens"] <= 4 for r in rows)
 
 
+def test_embedded_run_scales_wall_time_to_the_reference_speed():
+    from benchmarks.embedded_run import REFERENCE_SPEED, at_reference_speed
+
+    run = {"wall_seconds": 100.0, "evaluated": 2000, "generated": 470}
+    # a machine at exactly the reference speed keeps its wall time; one at half of it, halves
+    assert at_reference_speed(run, REFERENCE_SPEED) == pytest.approx(100.0)
+    half = (REFERENCE_SPEED[0] / 2, REFERENCE_SPEED[1] / 2)
+    assert at_reference_speed(run, half) == pytest.approx(50.0)
+    assert at_reference_speed(run, None) is None
+
+
+@pytest.mark.model
+def test_embedded_run_probes_the_machine_speed_on_the_embedded_model():
+    from benchmarks.embedded_run import probe_speed
+
+    speed = probe_speed("embedded")
+    assert speed is not None and all(s > 0 for s in speed)
+    assert probe_speed("scripted") is None
+
+
 def test_memory_formation_on_a_fake_server(capsys):
     from benchmarks import memory_formation
 
