@@ -23,9 +23,9 @@ output (turns, every memory version, the final design and specification) is the 
 compare something else, add a `Variant` to VARIANTS.
 
 Machines differ up to 3x from day to day, so before each variant a probe measures the
-machine's speed on the same model (a fresh 1,024-token prompt, then 128 generated tokens,
-llama.cpp's own timings), and the table adds the wall time scaled to the reference speed
-below: wall time x (model time at the reference speed / model time at the probed speed),
+machine's speed on the same model (a fresh prompt of about 1,000 tokens, then 128 generated
+tokens, llama.cpp's own timings), and the table adds the wall time scaled to the reference
+speed below: wall time x (model time at the reference speed / model time at the probed speed),
 where model time is evaluated tokens / prompt speed + generated tokens / generation speed.
 """
 
@@ -84,8 +84,8 @@ print(json.dumps({"ima": ima.__file__, **{k: values.get(k) for k in keys}}, defa
 """
 
 
-# The machine's speed now, in a fresh process: llama.cpp's timings of a 1,024-token prompt
-# evaluated from scratch, then of 128 tokens generated.
+# The machine's speed now, in a fresh process: llama.cpp's timings of about 1,000 prompt
+# tokens evaluated from scratch, then of 128 tokens generated.
 PROBE = """
 import json
 from langchain_core.messages import HumanMessage
