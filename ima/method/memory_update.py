@@ -206,6 +206,23 @@ class IntrinsicMemory:
         )
         return structured_runnable(self.model, schema, schema, max_tokens=self._cap(memory))
 
+    def _call(
+        self,
+        memory: Memory,
+        output: str,
+        role: str,
+        turn: int | None,
+        metadata: dict[str, Any] | None,
+        system: str | None,
+    ) -> tuple[Any, list[BaseMessage], dict[str, Any], int]:
+        """What one update call sends: runnable, messages, metadata and output cap."""
+        return (
+            self._runnable(memory),
+            self.messages(memory, output, role=role, turn=turn, system=system),
+            {"ima_kind": "memory_update", **(metadata or {})},
+            self._cap(memory),
+        )
+
     def interpret(self, memory: Memory | str | None, reply: Reply) -> MemoryUpdate:
         """The stored next version from a model's answer (no model call): an unusable
         answer leaves the memory as it was."""
@@ -237,12 +254,7 @@ class IntrinsicMemory:
         calls, opens the prompt instead (see `messages`).
         """
         current = self.read(memory)  # parsed once for the prompt, schema, cap and answer
-        reply = invoke_model(
-            self._runnable(current),
-            self.messages(current, output, role=role, turn=turn, system=system),
-            {"ima_kind": "memory_update", **(metadata or {})},
-            self._cap(current),
-        )
+        reply = invoke_model(*self._call(current, output, role, turn, metadata, system))
         return self.interpret(current, reply)
 
     async def aupdate(
@@ -257,12 +269,7 @@ class IntrinsicMemory:
     ) -> MemoryUpdate:
         """`update` for async callers."""
         current = self.read(memory)  # parsed once for the prompt, schema, cap and answer
-        reply = await ainvoke_model(
-            self._runnable(current),
-            self.messages(current, output, role=role, turn=turn, system=system),
-            {"ima_kind": "memory_update", **(metadata or {})},
-            self._cap(current),
-        )
+        reply = await ainvoke_model(*self._call(current, output, role, turn, metadata, system))
         return self.interpret(current, reply)
 
 
