@@ -6,11 +6,11 @@ path `ima` was imported from is printed, so the old code is seen to run). Every 
 in a fresh process, one after the other (never two llama.cpp processes at once), on the same
 model, seed 0, temperature 0 and defaults, with long-term memory off. Printed per variant:
 wall time, generated tokens and prompt tokens (evaluated anew and served from the prompt cache)
-by call kind, memory-update answers that reached the output cap and memories stored cut off,
-repairs, mean retention of the task's key figures and requirements at the end and over the
-run (`ima.method.memory_quality`), and the content metrics of the final design; then each
-numeric row's ratio to the first variant. All metrics are computed here, by the current code,
-from each run's state as its own code wrote it.
+by call kind, the floor of evaluated tokens (`evaluation_floor`), memory-update answers that
+reached the output cap and memories stored cut off, repairs, mean retention of the task's key
+figures and requirements at the end and over the run (`ima.method.memory_quality`), and the
+content metrics of the final design; then each numeric row's ratio to the first variant. All
+metrics are computed here, by the current code, from each run's state as its own code wrote it.
 
     python -m benchmarks.embedded_run                       # the 4 layout variants (8-20 min each)
     python -m benchmarks.embedded_run --variants paper-edit,shared-edit --repeat shared-edit
@@ -190,6 +190,30 @@ def answers_at_cap(record: dict[str, Any], log: list[dict[str, Any]]) -> tuple[i
     return at_cap, stored
 
 
+def evaluation_floor(record: dict[str, Any], state: dict[str, Any]) -> dict[str, int] | None:
+    """Prompt tokens that no prefix cache can avoid for the contexts a shared-layout run built
+    (None for other layouts): every agent turn's own parts (role, question, memory: they
+    follow the newest turn), each turn's text and the task once; every memory update's
+    previous memory and latest turn. A lower bound: no window slides, no block edges, and
+    documentation not counted. Token counts are the token budget's."""
+    from ima.core.tokens import count_tokens
+
+    if (record.get("settings") or {}).get("prompt_layout") != "shared":
+        return None
+    transcript = state.get("transcript") or []
+    shares = [t["context"] for t in transcript]
+    turns = max(s["task"] for s in shares) if shares else 0
+    turns += sum(s["role"] + s["instruction"] + s["memory"] for s in shares)
+    turns += sum(t["tokens"] for t in transcript[:-1])  # the last turn is never read
+    updates, memory = 0, {}
+    for entry in state.get("memory_log") or []:
+        if entry.get("version"):
+            latest = transcript[entry["turn"] - 1]["content"]
+            updates += count_tokens(memory.get(entry["role"], "")) + count_tokens(latest)
+        memory[entry["role"]] = entry["text"]
+    return {"agent_turn": turns, "memory_update": updates}
+
+
 def measure(result: dict[str, Any]) -> dict[str, Any]:
     """Every printed figure of one variant's run."""
     from ima.evals.content import content_metrics
@@ -242,7 +266,10 @@ def measure(result: dict[str, Any]) -> dict[str, Any]:
         "spec_valid": bool(final.get("valid")),
         "status": record["status"],
     }
+    floor = evaluation_floor(record, state) or {}
+    figures["floor"] = sum(floor.values()) if floor else None
     for kind in KINDS:
+        figures[f"floor {kind}"] = floor.get(kind)
         u = usage["by_kind"].get(kind) or {}
         figures[f"generated {kind}"] = u.get("output_tokens", 0)
         figures[f"evaluated {kind}"] = u.get("input_tokens", 0) - u.get("cached_tokens", 0)
@@ -271,6 +298,8 @@ def rows() -> list[Row]:
     out += [(f"  {k}", lambda f, k=k: f[f"generated {k}"], ",.0f") for k in KINDS]
     out += [("prompt tokens evaluated", lambda f: f["evaluated"], ",.0f")]
     out += [(f"  {k}", lambda f, k=k: f[f"evaluated {k}"], ",.0f") for k in KINDS]
+    out += [("  floor (turns, memory updates)", lambda f: f["floor"], ",.0f")]
+    out += [(f"    {k}", lambda f, k=k: f[f"floor {k}"], ",.0f") for k in KINDS[:2]]
     out += [("prompt tokens cached", lambda f: f["cached"], ",.0f")]
     out += [(f"  {k}", lambda f, k=k: f[f"cached {k}"], ",.0f") for k in KINDS]
     out += [(f"seconds {k}", lambda f, k=k: f[f"seconds {k}"], ",.0f") for k in KINDS]

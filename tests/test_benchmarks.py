@@ -125,6 +125,42 @@ def test_embedded_run_scales_wall_time_to_the_reference_speed():
     assert at_reference_speed(run, None) is None
 
 
+def test_embedded_run_floor_counts_what_no_prefix_cache_can_avoid():
+    from benchmarks.embedded_run import evaluation_floor
+    from ima.core.tokens import count_tokens
+
+    def turn(index: int, speaker: str, content: str) -> dict:
+        share = {"task": 700, "role": 80, "instruction": 100, "memory": 10 * index}
+        return {
+            "index": index,
+            "speaker": speaker,
+            "content": content,
+            "tokens": 20 + index,
+            "context": share,
+        }
+
+    state = {
+        "transcript": [turn(1, "CDA", "Open the meeting."), turn(2, "BOA", "Budget first.")],
+        "memory_log": [
+            {"role": "CDA", "version": 0, "turn": 0, "text": ""},
+            {"role": "BOA", "version": 0, "turn": 0, "text": "## Goal\n- a pipeline"},
+            {"role": "CDA", "version": 1, "turn": 1, "text": "## Goal\n- opened"},
+            {"role": "BOA", "version": 1, "turn": 2, "text": "## Goal\n- budget"},
+        ],
+    }
+    shared = {"settings": {"prompt_layout": "shared"}}
+    # the task once, each turn's own parts, each turn read later once (not the last one)
+    own = (80 + 100 + 10) + (80 + 100 + 20)
+    # each update reads the agent's previous memory and its latest turn
+    updates = count_tokens("Open the meeting.") + count_tokens("## Goal\n- a pipeline")
+    updates += count_tokens("Budget first.")
+    assert evaluation_floor(shared, state) == {
+        "agent_turn": 700 + own + 21,
+        "memory_update": updates,
+    }
+    assert evaluation_floor({"settings": {"prompt_layout": "paper"}}, state) is None
+
+
 @pytest.mark.model
 def test_embedded_run_probes_the_machine_speed_on_the_embedded_model():
     from benchmarks.embedded_run import probe_speed
