@@ -201,7 +201,7 @@ def evaluation_floor(record: dict[str, Any], state: dict[str, Any]) -> dict[str,
     if (record.get("settings") or {}).get("prompt_layout") != "shared":
         return None
     transcript = state.get("transcript") or []
-    shares = [t["context"] for t in transcript]
+    shares = [t["context"] for t in transcript if "context" in t]  # a person's turn has none
     turns = max(s["task"] for s in shares) if shares else 0
     turns += sum(s["role"] + s["instruction"] + s["memory"] for s in shares)
     turns += sum(t["tokens"] for t in transcript[:-1])  # the last turn is never read

@@ -159,6 +159,9 @@ def test_embedded_run_floor_counts_what_no_prefix_cache_can_avoid():
         "memory_update": updates,
     }
     assert evaluation_floor({"settings": {"prompt_layout": "paper"}}, state) is None
+    # a person's turn (a review) has no prompt of its own; the agents still read turn 2
+    state["transcript"].append({"index": 3, "speaker": "HUMAN", "content": "OK", "tokens": 5})
+    assert evaluation_floor(shared, state)["agent_turn"] == 700 + own + 21 + 22
 
 
 @pytest.mark.model
