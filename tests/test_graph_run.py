@@ -296,7 +296,7 @@ def test_each_memory_update_sees_only_its_agents_own_latest_turn(run_graph, mode
             shown = prompt.split("## Your memory so far\n", 1)[1]
             assert shown.startswith("(empty: this is your first turn)\n\n")
         elif mode == "edit":
-            shown = prompt.split("## Your memory (numbered notes per section)\n", 1)[1]
+            shown = re.split(r"## Your memory \(\d+ of \d+ tokens.*\)\n", prompt, maxsplit=1)[1]
             assert shown.startswith(memory.numbered() + "\n\n## Your latest turn")
         else:
             shown = prompt.split("## Your memory so far\n", 1)[1]

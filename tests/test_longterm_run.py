@@ -20,7 +20,8 @@ class LessonModel(ScriptedChatModel):
         if edit:
             answer["edits"].append({"to": "decisions_current", "add": LESSON})
         else:
-            answer["decisions_current"] = [LESSON]
+            notes = [n for n in answer["notes"] if n["section"] != "decisions_current"]
+            answer["notes"] = [*notes, {"section": "decisions_current", "note": LESSON}]
         return json.dumps(answer)
 
 

@@ -11,7 +11,7 @@ from langchain_core.language_models.fake_chat_models import FakeMessagesListChat
 from langchain_core.messages import AIMessage
 
 from ima.core.tokens import count_tokens
-from ima.method.memory import Memory, MemoryTemplate
+from ima.method.memory import Memory, MemoryTemplate, rewrite_schema
 from ima.method.memory_update import IntrinsicMemory, generic_template
 from ima.tasks import load_task
 
@@ -57,13 +57,15 @@ def test_a_memory_renders_to_markdown_and_reads_back_the_same():
 def test_an_over_long_rewrite_is_stored_within_budget_in_whole_notes():
     """A model that ignores every limit: far too many notes, each far too long."""
     sentence = "The pipeline must ingest 80 TB per day of raw sensor data from the fleet. "
-    answer = {"requirements": [sentence * 6] * 12, "decisions": [f"decision {i}" for i in range(9)]}
+    answer = {
+        "requirements": [f"Batch {i}: {sentence * 6}" for i in range(12)],
+        "decisions": [f"decision {i}" for i in range(9)],
+    }
     memory = manager(reply(json.dumps(answer)), tokens=96)
     result = memory.update("", "my turn")
     assert count_tokens(result.text) <= 96
     limits = memory.limits
     for notes in result.memory.notes:
-        assert len(notes) <= limits.notes_per_section
         assert all(len(n) <= limits.note_chars for n in notes)
         assert all(n.endswith((".", "\u2026")) or not n.startswith("The") for n in notes)
     assert result.repairs.shortened_notes and result.repairs.dropped_notes
@@ -159,15 +161,36 @@ def test_malformed_edits_and_edits_aimed_at_another_agent_change_nothing_and_are
     assert result.repairs.malformed_edits == 5
 
 
-def test_an_edit_to_a_full_section_drops_its_oldest_note():
-    memory = manager(reply('{"edits": [{"to": "decisions", "add": "newest"}]}'), mode="edit")
-    full = Memory.parse(
-        "## Decisions\n" + "".join(f"- d{i}\n" for i in range(memory.limits.notes_per_section)),
-        memory.template,
+def test_sections_share_the_room_and_a_full_memory_drops_the_oldest_note_of_the_fullest():
+    decision = "newest decision: object storage with lifecycle rules moving raw data to archive"
+    memory = manager(
+        reply(json.dumps({"edits": [{"to": "decisions", "add": decision}]})), mode="edit"
     )
-    notes = memory.update(full, "turn").memory.notes[1]
-    assert notes[-1] == "newest" and notes[0] != "d0"
-    assert len(notes) == memory.limits.notes_per_section
+    requirements = [f"requirement {i}: ingest {i} TB per day of raw data" for i in range(40)]
+    room = Memory(memory.template, ((), ()))
+    while True:  # fill one section until the next note would not fit
+        grown = Memory(memory.template, (tuple(requirements[: len(room.notes[0]) + 1]), ()))
+        if grown.tokens() > memory.tokens:
+            break
+        room = grown
+    assert len(room.notes[0]) > 2  # one section may take most of the room
+    result = memory.update(room, "turn")
+    requirements_kept, decisions = result.memory.notes
+    dropped = result.repairs.dropped_notes
+    assert decisions == (decision,) and dropped >= 1
+    assert requirements_kept == room.notes[0][dropped:]  # the oldest notes of the fullest went
+    assert result.memory.tokens() <= memory.tokens
+
+
+def test_a_rewrite_over_the_budget_keeps_the_newest_notes_of_each_section():
+    notes = [{"section": "requirements", "note": f"requirement {i} is 80 TB/day"} for i in range(9)]
+    notes += [{"section": "decisions", "note": f"decision {i}"} for i in range(3)]
+    result = manager(reply(json.dumps({"notes": notes})), tokens=64).update("", "turn")
+    requirements, decisions = result.memory.notes
+    assert decisions == ("decision 0", "decision 1", "decision 2")
+    assert len(requirements) > 3 and requirements[-1] == "requirement 8 is 80 TB/day"
+    assert result.memory.tokens() <= 64
+    assert result.repairs.dropped_notes == 9 - len(requirements)
 
 
 def test_not_an_edit_answer_leaves_the_memory_as_it_was():
@@ -192,12 +215,15 @@ def test_the_budget_the_prompt_asks_for_is_the_budget_the_memory_keeps():
     memory = IntrinsicMemory(FakeMessagesListChatModel(responses=[reply("{}")]), tokens=200)
     prompt = memory.messages("", "turn")[-1].content
     limits = memory.limits
-    assert f"At most {limits.notes_per_section} notes per section" in prompt
+    assert f"At most {limits.max_notes} notes in all" in prompt
     assert f"at most {limits.note_words} words" in prompt
     brief = " ".join(load_task("data-pipeline").description.split())
-    notes = [brief[i * 40 : i * 40 + limits.note_chars] for i in range(20)]
+    notes = [brief[i * 40 : i * 40 + limits.note_chars] for i in range(limits.max_notes)]
+    keys = memory.template.keys
     full = Memory(
         memory.template,
-        tuple(tuple(notes[: limits.notes_per_section]) for _ in memory.template.keys),
+        tuple(tuple(notes[i :: len(keys)]) for i in range(len(keys))),
     )
-    assert full.tokens() <= 200  # a memory filled to every limit still fits its budget
+    assert full.tokens() <= 200  # a rewrite filled to every limit still fits its budget
+    schema = rewrite_schema(memory.template, limits)
+    assert schema["properties"]["notes"]["maxItems"] == limits.max_notes

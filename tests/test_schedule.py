@@ -38,6 +38,29 @@ def test_scripted_run_follows_schedule_and_phases(run_graph, task):
     assert out["status"] == "finalized"
 
 
+def test_documentation_starts_when_the_facilitator_says_finalize(run_graph, task):
+    out = run_graph()
+    assert out["handoff"] == "finalize" and out["finalize_asks"] == 0
+
+
+def test_a_facilitator_that_withholds_finalize_is_asked_once_more(run_graph, task):
+    out = run_graph(model="scripted:withhold_finalize=1")
+    speakers = [t["speaker"] for t in out["transcript"]]
+    assert speakers == expected_round() * rounds_to_finalize(task) + ["CDA", "CDA"]
+    assert "FINALIZE" in out["transcript"][-1]["flags"]
+    assert "FINALIZE" not in out["transcript"][-2]["flags"]
+    assert out["handoff"] == "finalize" and out["status"] == "finalized"
+
+
+def test_without_finalize_after_two_asks_documentation_starts_on_the_fallback(run_graph, task):
+    out = run_graph(model="scripted:withhold_finalize=5")
+    speakers = [t["speaker"] for t in out["transcript"]]
+    assert speakers == expected_round() * rounds_to_finalize(task) + ["CDA", "CDA"]
+    assert not any("FINALIZE" in t["flags"] for t in out["transcript"])
+    assert out["handoff"] == "fallback" and out["status"] == "finalized"
+    assert out["final"]["valid"]
+
+
 def test_consensus_votes_are_recorded(run_graph):
     out = run_graph()
     assert out["consensus"] is True

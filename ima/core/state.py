@@ -177,6 +177,8 @@ class State(InputState):
     next_speaker: str
     votes: dict[str, str]  # role -> ACCEPT | REJECT in the current consensus round
     consensus: bool
+    finalize_asks: int  # times the facilitator was asked to FINALIZE after consensus
+    handoff: str  # how documentation started: finalize | fallback | turn_cap ("" before)
     status: RunStatus
     usage: Annotated[
         dict[str, dict[str, CallUsage]], DeltaChannel(sum_usage, snapshot_frequency=_SNAPSHOT_EVERY)

@@ -125,27 +125,31 @@ class MemoryTemplate:
         )
 
     def skeleton(self) -> str:
-        """The template as the JSON object a rewrite answers with (placeholders as notes)."""
-        return json.dumps({s.key: [s.hint or "..."] for s in self.sections}, ensure_ascii=False)
+        """The template as the JSON object a rewrite answers with: one placeholder note per
+        section (a memory may hold several notes in a section and none in another)."""
+        notes = [{"section": s.key, "note": s.hint or "..."} for s in self.sections]
+        return json.dumps({"notes": notes}, ensure_ascii=False)
 
 
 @dataclass(frozen=True)
 class MemoryLimits:
-    """What one memory may hold: notes per section and characters per note, derived from
-    its token budget so that a full memory fits the budget."""
+    """What one memory may hold: characters per note, and the token budget of the whole
+    memory, which its sections share (a section may hold several notes while others are
+    short or empty). `max_notes` is how many notes of full length fit: the most one rewrite
+    may write."""
 
     tokens: int
-    notes_per_section: int
     note_chars: int
+    max_notes: int
 
     @classmethod
     def for_budget(cls, template: MemoryTemplate, tokens: int) -> MemoryLimits:
         headings = sum(count_tokens(f"## {s.title}\n") for s in template.sections)
         room = max(tokens - headings, 0)
-        note_tokens = _NOTE_CHARS // _CHARS_PER_TOKEN + 2  # "- " and the line break
-        per_section = max(1, room // (note_tokens * len(template.sections)))
-        chars = (room // (per_section * len(template.sections)) - 2) * _CHARS_PER_TOKEN
-        return cls(tokens, per_section, max(_MIN_NOTE_CHARS, min(chars, _NOTE_CHARS)))
+        chars = (room // len(template.sections) - 2) * _CHARS_PER_TOKEN
+        note_chars = max(_MIN_NOTE_CHARS, min(chars, _NOTE_CHARS))
+        note_tokens = note_chars // _CHARS_PER_TOKEN + 2  # "- " and the line break
+        return cls(tokens, note_chars, max(1, room // note_tokens))
 
     @property
     def note_words(self) -> int:
@@ -222,9 +226,10 @@ class Memory:
         return "\n".join(lines)
 
     def as_json(self) -> str:
-        """The notes as the JSON object a rewrite answers with."""
+        """The notes as the JSON object a rewrite answers with, in the template's order."""
         pairs = zip(self.template.keys, self.notes, strict=True)
-        return json.dumps({key: list(notes) for key, notes in pairs}, ensure_ascii=False)
+        notes = [{"section": key, "note": note} for key, kept in pairs for note in kept]
+        return json.dumps({"notes": notes}, ensure_ascii=False)
 
     def tokens(self, counter: Callable[[str], int] = count_tokens) -> int:
         text = self.render()
@@ -256,11 +261,11 @@ def bound(
     limits: MemoryLimits,
     repairs: Repairs,
     counter: Callable[[str], int] = count_tokens,
-    *,
-    oldest_first: bool = False,
 ) -> Memory:
-    """Clean every note, keep at most the section limit (the first notes, or the newest with
-    `oldest_first` dropping), and drop whole notes until the memory fits its token budget."""
+    """Clean every note (one line within the note limit, no repeats in a section), then,
+    while the memory is over its token budget, drop the oldest note of the section holding
+    the most notes (of two as full, the later one in the template): sections share the
+    room, and the newest notes stay."""
     sections: list[list[str]] = []
     for notes in memory.notes:
         kept: list[str] = []
@@ -269,17 +274,13 @@ def bound(
             repairs.shortened_notes += shortened
             if note and note not in kept:
                 kept.append(note)
-        extra = len(kept) - limits.notes_per_section
-        if extra > 0:
-            repairs.dropped_notes += extra
-            kept = kept[extra:] if oldest_first else kept[: limits.notes_per_section]
         sections.append(kept)
     result = replace(memory, notes=tuple(tuple(s) for s in sections))
     while result.tokens(counter) > limits.tokens:
-        longest = max(range(len(sections)), key=lambda i: (len(sections[i]), i))
-        if not sections[longest]:
+        fullest = max(range(len(sections)), key=lambda i: (len(sections[i]), i))
+        if not sections[fullest]:
             break
-        sections[longest].pop(0 if oldest_first else -1)
+        sections[fullest].pop(0)
         repairs.dropped_notes += 1
         result = replace(memory, notes=tuple(tuple(s) for s in sections))
     return result
@@ -330,33 +331,74 @@ def _sections_from_markdown(text: str, template: MemoryTemplate) -> tuple[dict[i
     return found, last
 
 
+def _closed_items(text: str, key: str) -> list[Any]:
+    """The complete items of the array under `key` in an answer that may have been cut off
+    anywhere (a backend that stopped at its output cap)."""
+    match = re.search(rf'"{key}"\s*:\s*\[', text)
+    if not match:
+        return []
+    decoder, items, pos = json.JSONDecoder(), [], match.end()
+    while True:
+        separator = re.compile(r"\s*,?\s*").match(text, pos)
+        pos = separator.end() if separator else pos
+        try:
+            item, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            return items
+        items.append(item)
+
+
+def _sections_from_json(
+    body: str, template: MemoryTemplate, repairs: Repairs
+) -> tuple[dict[int, list[Any]], bool]:
+    """Notes per section index from a JSON answer, and whether the answer was cut off.
+
+    The answer is `{"notes": [{"section": KEY, "note": TEXT}, ...]}` (what the prompt and
+    the schema ask for) or one list of notes per section key (what some providers' tool
+    calls return); a note tagged with no section of the template is malformed."""
+    keys = {s.key: i for i, s in enumerate(template.sections)}
+    titles = {s.title.lower(): i for i, s in enumerate(template.sections)}
+    cut_off = False
+    try:
+        whole = json.loads(body)
+        values = whole if isinstance(whole, dict) else {}
+    except json.JSONDecodeError:
+        cut_off = True  # an unclosed object is a cut-off answer, whatever was reported
+        values = {"notes": _closed_items(body, "notes")} if '"notes"' in body else {}
+        values = values or _closed_values(body)
+    found: dict[int, list[Any]] = {}
+    if isinstance(values.get("notes"), list) and "notes" not in keys:
+        for item in values["notes"]:
+            section = item.get("section") if isinstance(item, dict) else None
+            index = keys.get(str(section), titles.get(str(section).lower()))
+            if index is None or not isinstance(item.get("note"), str):
+                repairs.malformed_edits += 1
+                continue
+            found.setdefault(index, []).append(item["note"])
+        return found, cut_off
+    for name, notes in values.items():
+        index = keys.get(str(name), titles.get(str(name).lower()))
+        if index is not None:
+            found[index] = notes if isinstance(notes, list) else [notes]
+    return found, cut_off
+
+
 def read_rewrite(
     answer: str, previous: Memory, *, cut_off: bool, repairs: Repairs
 ) -> Memory | None:
-    """The new memory in a rewrite answer (a JSON object with one list of notes per
-    section key, or Markdown with the template's headings); None if nothing is usable.
+    """The new memory in a rewrite answer (JSON notes tagged with their section, one list
+    per section key, or Markdown with the template's headings); None if nothing is usable.
 
     A complete answer replaces the memory: a section it leaves out is empty. An answer cut
-    off at the output cap keeps only its complete sections; the others are carried over
-    from `previous`, so no partial line is ever stored.
+    off at the output cap keeps the sections it holds complete notes of; the others are
+    carried over from `previous`, so no partial line is ever stored.
     """
     template = previous.template
-    keys = {s.key: i for i, s in enumerate(template.sections)}
-    titles = {s.title.lower(): i for i, s in enumerate(template.sections)}
     body = re.sub(r"^\s*```(?:json)?\s*|\s*```\s*$", "", answer.strip())
-    found: dict[int, list[Any]] = {}
     incomplete: set[int] = set()
     if body.startswith("{"):
-        try:
-            whole = json.loads(body)
-            values = whole if isinstance(whole, dict) else {}
-        except json.JSONDecodeError:
-            values = _closed_values(body)
-            cut_off = True  # an unclosed object is a cut-off answer, whatever was reported
-        for name, notes in values.items():
-            index = keys.get(str(name), titles.get(str(name).lower()))
-            if index is not None:
-                found[index] = notes if isinstance(notes, list) else [notes]
+        found, unclosed = _sections_from_json(body, template, repairs)
+        cut_off = cut_off or unclosed
     else:
         found, last = _sections_from_markdown(body, template)
         if cut_off and last >= 0:
@@ -470,13 +512,22 @@ def apply_edits(memory: Memory, edits: Sequence[Edit], repairs: Repairs) -> Memo
 
 
 def rewrite_schema(template: MemoryTemplate, limits: MemoryLimits) -> dict[str, Any]:
-    """JSON Schema of a rewrite: one bounded list of notes per section, in order."""
-    note = {"type": "string", "minLength": 1, "maxLength": limits.note_chars}
-    notes = {"type": "array", "items": note, "maxItems": limits.notes_per_section}
+    """JSON Schema of a rewrite: at most `max_notes` bounded notes, each tagged with its
+    section (the sections share the room)."""
+    note = {
+        "type": "object",
+        "properties": {
+            "section": {"enum": template.keys},
+            "note": {"type": "string", "minLength": 1, "maxLength": limits.note_chars},
+        },
+        "required": ["section", "note"],
+        "additionalProperties": False,
+    }
+    notes = {"type": "array", "items": note, "minItems": 1, "maxItems": limits.max_notes}
     return {
         "type": "object",
-        "properties": {key: notes for key in template.keys},
-        "required": template.keys,
+        "properties": {"notes": notes},
+        "required": ["notes"],
         "additionalProperties": False,
     }
 

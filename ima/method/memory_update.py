@@ -177,6 +177,8 @@ class IntrinsicMemory:
                 words=self.limits.note_words,
                 role=shown_role,
                 sections=self.template.guide(),
+                used=current.tokens(self.count),
+                tokens=self.tokens,
                 memory=current.numbered(),
                 turn=shown_turn,
                 output=output,
@@ -184,7 +186,7 @@ class IntrinsicMemory:
         else:
             text = prompts.render(
                 "memory_rewrite",
-                notes=self.limits.notes_per_section,
+                notes=self.limits.max_notes,
                 words=self.limits.note_words,
                 template=self.template.skeleton(),
                 role=shown_role,
@@ -231,7 +233,7 @@ class IntrinsicMemory:
         if not self._writes_whole(previous):
             edits = parse_edits(reply.text, self.template, repairs)
             new = previous if edits is None else apply_edits(previous, edits, repairs)
-            new = bound(new, self.limits, repairs, self.count, oldest_first=True)
+            new = bound(new, self.limits, repairs, self.count)
         else:
             rewritten = read_rewrite(reply.text, previous, cut_off=reply.cut_off, repairs=repairs)
             new = bound(rewritten or previous, self.limits, repairs, self.count)

@@ -10,6 +10,9 @@ from ima.core.state import Turn
 from ima.tasks import Schedule
 
 DOCUMENTATION = "documentation"
+# After consensus the facilitator is asked to say FINALIZE; if it does not, it is asked once
+# more, then documentation starts anyway (the hand-off is recorded as "fallback").
+FINALIZE_ASKS = 2
 
 
 def round_order(schedule: Schedule) -> list[str]:
@@ -39,6 +42,8 @@ def initial_position(schedule: Schedule) -> dict[str, Any]:
         "next_speaker": round_order(schedule)[0],
         "votes": {},
         "consensus": False,
+        "finalize_asks": 0,
+        "handoff": "",
     }
 
 
@@ -57,13 +62,17 @@ def advance_schedule(
         turn_cap: the most turns before the meeting ends without consensus.
 
     Returns the position's changed keys; `next_speaker` is a role, or "documentation" once
-    every voter accepted and the facilitator said FINALIZE, or the turn cap is reached.
+    every voter accepted and the facilitator said FINALIZE (`handoff` "finalize"), or the
+    facilitator, asked `FINALIZE_ASKS` times, never did (`handoff` "fallback"), or the turn
+    cap is reached (`handoff` "turn_cap").
     """
     if not transcript:
         return {"next_speaker": round_order(schedule)[0]}
     last = transcript[-1]
-    if state["consensus"] or len(transcript) >= turn_cap:
-        return {"next_speaker": DOCUMENTATION}
+    if len(transcript) >= turn_cap:
+        return {"next_speaker": DOCUMENTATION, "handoff": "turn_cap"}
+    if state["consensus"]:
+        return _after_consensus(schedule, state, last)
 
     order = round_order(schedule)
     phase, phase_round, votes = state["phase"], state["phase_round"], dict(state["votes"])
@@ -97,6 +106,18 @@ def advance_schedule(
         "next_speaker": order[0],
         "votes": {},
     }
+
+
+def _after_consensus(schedule: Schedule, state: Mapping[str, Any], last: Turn) -> dict[str, Any]:
+    """Every voter accepted: documentation once the facilitator says FINALIZE."""
+    if last["speaker"] != schedule.facilitator:
+        return {"next_speaker": schedule.facilitator}
+    if "FINALIZE" in last["flags"]:
+        return {"next_speaker": DOCUMENTATION, "handoff": "finalize"}
+    asks = state.get("finalize_asks", 0) + 1
+    if asks < FINALIZE_ASKS:
+        return {"finalize_asks": asks, "next_speaker": schedule.facilitator}
+    return {"finalize_asks": asks, "next_speaker": DOCUMENTATION, "handoff": "fallback"}
 
 
 def speaker_after(schedule: Schedule, state: dict[str, Any]) -> str:

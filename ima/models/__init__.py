@@ -35,7 +35,15 @@ def _scripted(options: str, seed: int, temperature: float) -> BaseChatModel:
 
     fields = ScriptedChatModel.model_fields
     opts = parse_options(options)
-    known = {"delay", "reject_rounds", "rejecter", "bad_json", "bad_judge", "inject"}
+    known = {
+        "delay",
+        "reject_rounds",
+        "rejecter",
+        "bad_json",
+        "bad_judge",
+        "inject",
+        "withhold_finalize",
+    }
     unknown = sorted(set(opts) - known)
     if unknown:
         raise UserError(f"unknown scripted option {unknown[0]!r}: use {', '.join(sorted(known))}")

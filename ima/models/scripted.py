@@ -32,6 +32,7 @@ _QUESTION = re.compile(
     r"(?P<ask>.*?) Answer in at most",
     re.S,
 )
+_WITHHELD = "The design is agreed by everyone"  # a facilitator's turn without the marker
 _UNUSABLE = "The design looks reasonable overall (draft {attempt}); I would give it a good mark."
 
 
@@ -44,6 +45,7 @@ class ScriptedChatModel(BaseChatModel):
     bad_json: int = 0  # specification attempts answered with invalid JSON (the first, both)
     inject: str = ""  # text appended to every meeting turn (memory-privacy tests)
     bad_judge: int = 0  # verdict attempts answered with unusable text
+    withhold_finalize: int = 0  # answers after consensus that leave the FINALIZE marker out
 
     @property
     def _llm_type(self) -> str:
@@ -125,7 +127,11 @@ class ScriptedChatModel(BaseChatModel):
         if "Start your answer with the word FINALIZE" in ask:
             finalizer = re.search(r"hand over to (\w+)", ask)
             who = finalizer.group(1) if finalizer else "the finaliser"
-            text = f"FINALIZE. All agents accepted the design; {who} documents it."
+            withheld = prompt.count(_WITHHELD)
+            if withheld < self.withhold_finalize:
+                text = f"{_WITHHELD}; {who} documents it."
+            else:
+                text = f"FINALIZE. All agents accepted the design; {who} documents it."
         elif "Start your answer with ACCEPT or REJECT" in ask:
             rejecting = role == self.rejecter and int(question["round"]) <= self.reject_rounds
             vote = "REJECT" if rejecting else "ACCEPT"
@@ -144,16 +150,18 @@ class ScriptedChatModel(BaseChatModel):
         latest = " ".join(_between(prompt, "## Your latest turn").split())
         new = f"turn {turn.group(1) if turn else '?'}: {' '.join(latest.split()[:12])}"
         words = re.search(r"at most (\d+) words", prompt)
-        notes_limit = re.search(r"At most (\d+) notes per section", prompt)
+        notes_limit = re.search(r"At most (\d+) notes in all", prompt)
         limit = int(words.group(1)) if words else 20
         if edit:
             keys = re.findall(r"^## .*? \[(\w+)\]", prompt, re.M)
             old: dict[str, list[str]] = {key: [] for key in keys}
         else:
             skeleton = _json_object(_between(prompt, "## Template", "## Your memory so far"))
-            keys = list(skeleton)
+            keys = [n["section"] for n in skeleton.get("notes", [])]
             memory = _json_object(_between(prompt, "## Your memory so far", "## Your latest turn"))
-            old = {key: [str(n) for n in memory.get(key, [])] for key in keys}
+            old = {key: [] for key in keys}
+            for note in memory.get("notes", []):
+                old.setdefault(note["section"], []).append(str(note["note"]))
         additions: dict[str, str] = {}
         for key in keys:
             if re.search(r"contribution|proposal|priorit", key):
@@ -168,11 +176,11 @@ class ScriptedChatModel(BaseChatModel):
         if edit:
             return json.dumps({"edits": [{"to": k, "add": v} for k, v in additions.items()]})
         keep = int(notes_limit.group(1)) if notes_limit else 2
-        answer = {}
+        notes = []
         for key in keys:
-            notes = [*old[key], additions[key]] if key in additions else old[key]
-            answer[key] = list(dict.fromkeys(notes))[-keep:]
-        return json.dumps(answer)
+            for note in dict.fromkeys([*old[key], *([additions[key]] if key in additions else [])]):
+                notes.append({"section": key, "note": note})
+        return json.dumps({"notes": notes[-keep:]})
 
     def _action(self, prompt: str) -> str:
         """A random walk that reads its prompt: an action from the valid actions the latest

@@ -69,6 +69,8 @@ def make_review_node(task: Task) -> Callable[..., Command]:
             update={
                 "transcript": [turn],
                 "consensus": False,
+                "finalize_asks": 0,
+                "handoff": "",
                 "votes": {},
                 "phase": back,
                 "phase_round": 1,

@@ -65,6 +65,9 @@ def run_record(record: Any, values: dict[str, Any]) -> dict[str, Any]:
         "memory_mode": record.memory_mode,
         "settings": record.settings,
         "turns": len(values.get("transcript", [])),
+        # how documentation started: the facilitator's FINALIZE, or the fallback after it
+        # was asked twice without one, or the turn cap
+        "handoff": values.get("handoff", ""),
         "wall_seconds": round(record.wall_seconds, 3),
         "usage": usage_totals(values.get("usage", {})),
         "spec_valid": final.get("valid", False),
