@@ -1,0 +1,132 @@
+"""Whole default meetings on the embedded model over memory settings and seeds, for choosing
+the default memory: memory budget x update mode, and the memoryless baseline on the same
+seeds, each run in a fresh process, one after the other (never two llama.cpp processes).
+
+    python -m benchmarks.memory_sweep run --out sweep/          # every run not done yet
+    python -m benchmarks.memory_sweep run --out sweep/ --configs m256-edit --seeds 0 --temperatures 0
+    python -m benchmarks.memory_sweep report --out sweep/       # the table, from the stored runs
+
+`run` keeps each run's database, record (run.json) and state in OUT, and skips runs whose
+state is there: it resumes where it was stopped. `report` computes every figure with this
+checkout's code from the stored states (so a metric added later covers earlier runs too):
+per configuration, the mean and standard deviation over the seeds at each temperature.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from benchmarks.embedded_run import DUMP, ROOT, measure, probe_speed, python
+
+CONFIGS: dict[str, tuple[str, ...]] = {
+    "baseline": ("--memory", "none"),
+    "m256-edit": ("--memory-tokens", "256", "--memory-update", "edit"),
+    "m256-rewrite": ("--memory-tokens", "256", "--memory-update", "rewrite"),
+    "m512-edit": ("--memory-tokens", "512", "--memory-update", "edit"),
+    "m512-rewrite": ("--memory-tokens", "512", "--memory-update", "rewrite"),
+}
+
+
+def run_name(config: str, temperature: float, seed: int) -> str:
+    return f"{config}-t{temperature:g}-s{seed}".replace(".", "")
+
+
+def run_one(out: Path, config: str, temperature: float, seed: int, model: str) -> None:
+    """One meeting; its record and state go to OUT/records and OUT/states."""
+    name = run_name(config, temperature, seed)
+    db = out / "db" / f"{name}.sqlite"
+    db.parent.mkdir(parents=True, exist_ok=True)
+    for stale in db.parent.glob(f"{name}.sqlite*"):
+        stale.unlink()  # a run stopped half-way starts again
+    speed = probe_speed(model)
+    args = ["run", "--no-long-term", "--json", "--thread", name, "--db", str(db)]
+    args += ["--out", str(out / "runs"), "--model", model, "--seed", str(seed)]
+    args += ["--temperature", str(temperature), *CONFIGS[config]]
+    record = json.loads(python(ROOT, "-m", "ima", *args))
+    state = json.loads(python(ROOT, "-c", DUMP, str(db), name))
+    prompts = [p.read_text(encoding="utf-8") for p in sorted(ROOT.glob("ima/prompts/memory_*.md"))]
+    for folder, value in (
+        ("records", record | {"speed": speed}),
+        ("states", state | {"memory_prompts": prompts}),  # last: marks the run done
+    ):
+        (out / folder).mkdir(exist_ok=True)
+        (out / folder / f"{name}.json").write_text(json.dumps(value), encoding="utf-8")
+    print(f"{name}: {record['status']}, {record['turns']} turns", file=sys.stderr, flush=True)
+
+
+def stored_runs(out: Path) -> list[tuple[str, dict[str, Any]]]:
+    """(name, figures) of every finished run in OUT, measured by this checkout's code."""
+    found = []
+    for path in sorted((out / "states").glob("*.json")):
+        state = json.loads(path.read_text(encoding="utf-8"))
+        record = json.loads((out / "records" / path.name).read_text(encoding="utf-8"))
+        result = {"record": record, "state": state, "memory_prompts": state["memory_prompts"]}
+        found.append((path.stem, measure(result)))
+    return found
+
+
+ROWS = (
+    ("retention at the end (%)", "retention_end"),
+    ("retention over the run (%)", "retention_over_run"),
+    ("requirement coverage (%)", "coverage"),
+    ("generated tokens", "generated"),
+    ("prompt tokens evaluated", "evaluated"),
+    ("turns", "turns"),
+    ("wall time (s)", "wall_seconds"),
+    ("memories stored cut off", "stored_cut_off"),
+)
+
+
+def report(out: Path) -> str:
+    """Per configuration and temperature: mean (sd) over seeds of every row."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for name, figures in stored_runs(out):
+        config, temperature, _ = name.rsplit("-", 2)
+        groups.setdefault((temperature, config), []).append(figures)
+    lines = []
+    for (temperature, config), runs in sorted(groups.items()):
+        lines.append(f"{config} at {temperature} ({len(runs)} runs)")
+        for label, key in ROWS:
+            values = [r[key] for r in runs if r.get(key) is not None]
+            if not values:
+                continue
+            sd = f" (sd {statistics.stdev(values):,.1f})" if len(values) > 1 else ""
+            lines.append(f"  {label:30}{statistics.mean(values):>10,.1f}{sd}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.memory_sweep")
+    parser.add_argument("action", choices=("run", "report"))
+    parser.add_argument("--out", type=Path, required=True, help="folder of the sweep's runs")
+    parser.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated")
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--temperatures", default="0.7")
+    parser.add_argument("--model", default="embedded")
+    args = parser.parse_args(argv)
+    if args.action == "report":
+        print(report(args.out))
+        return 0
+    configs = [c.strip() for c in args.configs.split(",")]
+    unknown = [c for c in configs if c not in CONFIGS]
+    if unknown:
+        parser.error(f"unknown config {unknown[0]!r}: use {', '.join(CONFIGS)}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    for temperature in [float(t) for t in args.temperatures.split(",")]:
+        for seed in [int(s) for s in args.seeds.split(",")]:
+            for config in configs:
+                if not (
+                    args.out / "states" / f"{run_name(config, temperature, seed)}.json"
+                ).exists():
+                    run_one(args.out, config, temperature, seed, args.model)
+    print(report(args.out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
