@@ -5,15 +5,18 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
+# The library alone, as its users install it (CI proves it needs none of the app).
+LIB_VENV ?= .venv-library
 
-.PHONY: run test lint bench clean system-packages
+.PHONY: run test test-library lint bench clean system-packages
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e ".[dev,embedded]"
+# The app and the library it stands on (library/: its own installable unit).
+$(VENV)/.installed: pyproject.toml library/pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e ./library -e ".[dev,embedded]"
 	touch $@
 
 run: $(VENV)/.installed
@@ -40,11 +43,21 @@ system-packages:
 		fi; \
 	fi
 
-test: lint system-packages
+$(LIB_VENV)/.installed: library/pyproject.toml
+	$(PYTHON) -m venv $(LIB_VENV)
+	$(LIB_VENV)/bin/pip install -q --upgrade pip
+	$(LIB_VENV)/bin/pip install -q -e "./library[test]"
+	touch $@
+
+# The library's tests in a venv that holds the library and nothing of the app.
+test-library: $(LIB_VENV)/.installed
+	cd library && ../$(LIB_VENV)/bin/pytest -q -p no:cacheprovider
+
+test: lint system-packages test-library
 	$(BIN)/pytest
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(LIB_VENV) .pytest_cache .ruff_cache
 
 bench: $(VENV)/.installed
 	$(BIN)/python -m benchmarks.run $(ARGS)

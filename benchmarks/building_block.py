@@ -5,7 +5,7 @@
 Printed:
 1. lines a user adds to each example to give its agents intrinsic memory (the lines marked
    `# +` in examples/writer_critic.py and examples/supervisor.py);
-2. time to import the public API (`import ima` and every name in `ima.__all__`) in a fresh
+2. time to import the library's public API (every name in `intrinsic_memory.__all__`) in a fresh
    interpreter against `import langgraph.graph` alone, median of --repeats, as a ratio;
 3. prompt tokens per agent call over a long writer/critic exchange (the example's real graph
    driven by the instant scripted model), against the whole history a memoryless prompt would
@@ -21,10 +21,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from intrinsic_memory.tokens import count_message_tokens
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from ima.method.context import count_message_tokens
 from ima.models.scripted import ScriptedChatModel
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,7 +59,7 @@ class PromptSizes(BaseCallbackHandler):
     def on_chat_model_start(
         self, serialized: Any, messages: list[list[BaseMessage]], **kwargs: Any
     ) -> None:
-        if (kwargs.get("metadata") or {}).get("ima_kind") != "memory_update":
+        if "memory_update" not in (kwargs.get("tags") or []):
             self.agent.append(count_message_tokens(messages[0]))
 
 
@@ -69,7 +69,8 @@ def writer_critic_prompts(turns: int, budget: int) -> tuple[list[int], list[int]
     import writer_critic
 
     sizes = PromptSizes()
-    graph = writer_critic.build(ScriptedChatModel(), rounds=turns // 2, budget=budget).compile()
+    model = ScriptedChatModel()
+    graph = writer_critic.build(model, rounds=turns // 2, token_budget=budget).compile()
     result = graph.invoke(
         {"messages": [HumanMessage(writer_critic.TASK)], "rounds": 0},
         {"recursion_limit": 3 * turns + 10, "callbacks": [sizes]},
@@ -98,9 +99,10 @@ def main(argv: list[str] | None = None) -> None:
 
     print("2. import time in a fresh interpreter (median of", args.repeats, "runs)")
     base = import_seconds("import langgraph.graph", args.repeats)
-    api = import_seconds("import ima\nfor n in ima.__all__: getattr(ima, n)", args.repeats)
-    print(f"   import langgraph.graph        {base:.3f} s")
-    print(f"   the public API (ima.__all__)  {api:.3f} s   ratio {api / base:.2f}x")
+    code = "import intrinsic_memory as m\nfor n in m.__all__: getattr(m, n)"
+    api = import_seconds(code, args.repeats)
+    print(f"   import langgraph.graph                     {base:.3f} s")
+    print(f"   the library's public API (__all__)          {api:.3f} s   ratio {api / base:.2f}x")
 
     print(
         f"3. prompt tokens per agent call, writer/critic, {args.turns} turns, budget {args.budget}"

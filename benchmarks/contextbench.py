@@ -14,7 +14,6 @@ from ima.core.settings import RunContext
 from ima.core.state import Turn, zero_usage
 from ima.core.tokens import count_tokens
 from ima.method.agent_context import build_context, build_turn_prompt, render_turn
-from ima.method.schedule import initial_position
 from ima.tasks import Task
 
 
@@ -104,7 +103,7 @@ def measure(task: Task, lengths: list[int], budget: int = 2048) -> list[dict[str
             "brief": task.description,
             "transcript": transcript,
             "memories": {r: {"text": memory} for r in task.speakers},
-            **initial_position(task.schedule),
+            **task.schedule.start(),
         }
 
     # Task, role and instruction: the prompt with no memory and no history.

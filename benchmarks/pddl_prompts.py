@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> None:
         rows = {row["arm"]: row for row in bench.rows()}
     print(
         f"{args.problem}, model {args.model}, step limit {args.step_limit}, budget "
-        f"{plan.settings.budget}, memory {args.memory_tokens} tokens; {wall:.0f} s in all"
+        f"{plan.settings.token_budget}, memory {args.memory_tokens} tokens; {wall:.0f} s in all"
     )
     header = f"{'arm':18} {'steps':>5} " + " ".join(f"{'prompt@' + str(n):>10}" for n in AT)
     print(header + f" {'growth':>7} {'memory update/step':>19} {'tokens/step':>12} {'s/step':>7}")
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> None:
         print(
             f"intrinsic prompt tokens, steps {late[0]}-{late[-1]}: median "
             f"{statistics.median(values):,.0f}, max {max(values):,} (budget "
-            f"{plan.settings.budget} + role and current state)"
+            f"{plan.settings.token_budget} + role and current state)"
         )
 
 

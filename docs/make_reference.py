@@ -3,7 +3,7 @@
     python docs/make_reference.py          # rewrite docs/reference.md
     python docs/make_reference.py --check  # exit 1 if the page is out of date (the tests run it)
 
-Every name in `ima.__all__` gets a section: its signature, its docstring, and for classes
+Every name in `intrinsic_memory.__all__` gets a section: its signature, its docstring, and for classes
 their public methods and properties, for settings and tasks their fields.
 """
 
@@ -13,19 +13,20 @@ import inspect
 import re
 import sys
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
-import ima
+import intrinsic_memory as library
 
 PAGE = Path(__file__).resolve().parent / "reference.md"
 
 INTRO = """\
 # Library reference
 
-Everything below is importable from `ima` (`from ima import IntrinsicMemory, ...`), listed
-in `ima.__all__`. Importing it loads none of the application (command line, runs,
-evaluation, run view). The README section "Intrinsic memory in your own graph" shows the
-pieces at work; `examples/writer_critic.py` and `examples/supervisor.py` run them.
+The `intrinsic-memory` library (`library/` in this repository; `pip install ./library`):
+everything below is importable from `intrinsic_memory`, listed in its `__all__`. It needs
+langgraph, langchain-core, langchain and tiktoken only, and never imports the `ima`
+application. The README's "The library" shows the pieces at work; the files in `examples/`
+run them.
 
 This page is generated from the docstrings by `python docs/make_reference.py`.
 
@@ -131,7 +132,13 @@ def _type_name(hint: Any) -> str:
 
 
 def _section(name: str) -> str:
-    obj = getattr(ima, name)
+    obj = getattr(library, name)
+    if get_origin(obj) is Annotated:  # a type alias: what it stands for
+        shape, *merge = get_args(obj)
+        shown = re.sub(r"\b(?:\w+\.)+(\w+)", r"\1", str(shape))  # names without modules
+        alias = f"{name} = Annotated[{shown}, {', '.join(m.__name__ for m in merge)}]"
+        lines = [f"## `{name}`", "", "*type*", "", "```python", alias, "```", ""]
+        return "\n".join([*lines, _doc(obj), ""])
     kind = "class" if isinstance(obj, type) else "function"
     lines = [f"## `{name}`", "", f"*{kind}*, from `{obj.__module__}`", ""]
     signature = _signature(obj)
@@ -150,8 +157,10 @@ def _section(name: str) -> str:
 
 
 def render() -> str:
-    names = sorted(ima.__all__, key=str.lower)
-    table = "".join(f"| [`{n}`](#{n.lower()}) | {_first_line(getattr(ima, n))} |\n" for n in names)
+    names = sorted(library.__all__, key=str.lower)
+    table = "".join(
+        f"| [`{n}`](#{n.lower()}) | {_first_line(getattr(library, n))} |\n" for n in names
+    )
     return INTRO + table + "\n" + "\n".join(_section(n) for n in names).rstrip() + "\n"
 
 

@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import argparse
 
+from intrinsic_memory import (
+    IntrinsicMemory,
+    IntrinsicMemoryMiddleware,
+    IntrinsicMemoryState,
+    subagent_tool,
+)
 from langchain.agents import create_agent
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.errors import GraphRecursionError
-
-from ima import IntrinsicMemory, IntrinsicMemoryMiddleware, IntrinsicMemoryState, subagent_tool
 
 PLANNER = "You plan train routes between European cities: stops, trains and travel times."
 BUDGET = "You keep the trip's budget: costs per item, running total, what is left."
@@ -36,12 +40,14 @@ REQUESTS = [
 ]
 
 
-def build(model: BaseChatModel, budget: int = 1024):
+def build(model: BaseChatModel, token_budget: int = 1024):
     """The supervisor and its two subagents, with a checkpointer so the thread persists."""
-    memory = IntrinsicMemory(model, tokens=192)  # + intrinsic memory
+    memory = IntrinsicMemory(model, memory_tokens=192)  # + intrinsic memory
 
     def subagent(name: str, role: str):
-        remember = IntrinsicMemoryMiddleware(memory, agent=name, budget=budget, role=role)  # +
+        remember = IntrinsicMemoryMiddleware(  # + intrinsic memory
+            memory, agent=name, token_budget=token_budget, role=role
+        )
         return create_agent(model, system_prompt=role, middleware=[remember], name=name)
 
     tools = [
@@ -58,15 +64,25 @@ def build(model: BaseChatModel, budget: int = 1024):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="embedded")
-    parser.add_argument("--budget", type=int, default=1024)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--model",
+        default="embedded",
+        help="what `ima run --model` takes: embedded (offline, the default), scripted "
+        "(deterministic test model), ollama:NAME, or a LangChain provider:model",
+    )
+    parser.add_argument("--budget", type=int, default=1024, help="tokens each subagent sees")
+    parser.add_argument(
+        "--requests", type=int, default=len(REQUESTS), help="how many of the requests to send"
+    )
     args = parser.parse_args()
-    from ima.models import load_chat_model
+    from ima.models import load_chat_model  # the app's models: embedded, scripted, Ollama
 
     supervisor = build(load_chat_model(args.model), args.budget)
     config = {"configurable": {"thread_id": "trip"}, "recursion_limit": 12}
-    for request in REQUESTS:
+    for request in REQUESTS[: args.requests]:
         try:
             result = supervisor.invoke({"messages": [HumanMessage(request)]}, config)
         except GraphRecursionError:  # a small model can keep calling tools

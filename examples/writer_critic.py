@@ -1,5 +1,5 @@
 """A writer and a critic improve a short text in turns: a plain LangGraph `StateGraph`
-that gains intrinsic memory from three added lines (marked `# + intrinsic memory`).
+that gains intrinsic memory from a few lines (marked `# + intrinsic memory`).
 
     python examples/writer_critic.py [--model embedded] [--rounds 3] [--budget 1024]
 
@@ -15,13 +15,12 @@ from __future__ import annotations
 import argparse
 from typing import Annotated, Any
 
+from intrinsic_memory import IntrinsicMemory, MemoryChannel, add_intrinsic_memory
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
-
-from ima import IntrinsicMemory, add_intrinsic_memory
 
 TASK = (
     "Write a 60-word product notice for a city bike-sharing service: e-bikes arrive on "
@@ -34,9 +33,10 @@ CRITIC = "You are the critic. Name the two most important problems of the latest
 class State(TypedDict):
     messages: Annotated[list[AnyMessage], add_messages]
     rounds: int
+    intrinsic_memory: MemoryChannel  # + intrinsic memory: each agent's, merged by agent
 
 
-def build(model: BaseChatModel, rounds: int = 3, budget: int = 1024) -> StateGraph:
+def build(model: BaseChatModel, rounds: int = 3, token_budget: int = 1024) -> StateGraph:
     """The writer/critic graph; compile it with a checkpointer to resume it."""
 
     def writer(state: State) -> dict[str, Any]:
@@ -49,25 +49,36 @@ def build(model: BaseChatModel, rounds: int = 3, budget: int = 1024) -> StateGra
         return {"messages": [review], "rounds": state.get("rounds", 0) + 1}
 
     builder = StateGraph(State)
-    builder.add_node("writer", writer)
-    builder.add_node("critic", critic)
+    memory = IntrinsicMemory(model, memory_tokens=192)  # + intrinsic memory
+    # Each agent node is added with its memory step; edges leave from the step.
+    after_writer = add_intrinsic_memory(  # +
+        builder, "writer", writer, memory, token_budget=token_budget, role=WRITER
+    )
+    after_critic = add_intrinsic_memory(  # +
+        builder, "critic", critic, memory, token_budget=token_budget, role=CRITIC
+    )
     builder.add_edge(START, "writer")
-    builder.add_edge("writer", "critic")
-    builder.add_conditional_edges("critic", lambda s: END if s["rounds"] >= rounds else "writer")
-
-    memory = IntrinsicMemory(model, tokens=192)  # + intrinsic memory
-    add_intrinsic_memory(builder, "writer", memory, budget=budget, role=WRITER)  # +
-    add_intrinsic_memory(builder, "critic", memory, budget=budget, role=CRITIC)  # +
+    builder.add_edge(after_writer, "critic")
+    builder.add_conditional_edges(
+        after_critic, lambda s: END if s["rounds"] >= rounds else "writer", ["writer", END]
+    )
     return builder
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="embedded")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--budget", type=int, default=1024)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--model",
+        default="embedded",
+        help="what `ima run --model` takes: embedded (offline, the default), scripted "
+        "(deterministic test model), ollama:NAME, or a LangChain provider:model",
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="writer/critic rounds")
+    parser.add_argument("--budget", type=int, default=1024, help="tokens each agent sees")
     args = parser.parse_args()
-    from ima.models import load_chat_model
+    from ima.models import load_chat_model  # the app's models: embedded, scripted, Ollama
 
     graph = build(load_chat_model(args.model), args.rounds, args.budget).compile()
     result = graph.invoke({"messages": [HumanMessage(TASK)], "rounds": 0})

@@ -15,7 +15,6 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from ima.core.settings import RunContext
 from ima.graph.builder import compile_graph
-from ima.method.schedule import round_order
 from ima.runs.registry import RunRegistry
 from ima.runs.runner import load_state
 from ima.tasks import Task, load_task
@@ -57,7 +56,7 @@ def rounds_to_finalize(task: Task, rejected_votes: int = 0) -> int:
 def turns_to_finalize(task: Task, rejected_votes: int = 0) -> int:
     """Turns of such a run: its rounds in the schedule's speaking order, then the
     facilitator's FINALIZE turn."""
-    return rounds_to_finalize(task, rejected_votes) * len(round_order(task.schedule)) + 1
+    return rounds_to_finalize(task, rejected_votes) * len(task.schedule.round_order) + 1
 
 
 class PromptRecorder(BaseCallbackHandler):

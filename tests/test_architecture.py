@@ -40,3 +40,18 @@ def test_the_license_the_package_declares_is_the_repositorys_license_file():
     assert declared == "MIT" and text.startswith("MIT License\n")
     assert "Copyright (c) 2026 Intrinsic Memory Agents contributors" in text
     assert 'THE SOFTWARE IS PROVIDED "AS IS"' in text
+
+
+def test_no_module_imports_itself_round_a_loop():
+    """No import loop between the app's and the library's modules, imports inside functions
+    included (TYPE_CHECKING imports are not run, so they are left out)."""
+    import grimp
+
+    graph = grimp.build_graph("ima", "intrinsic_memory", exclude_type_checking_imports=True)
+    loops = [
+        (module, other)
+        for module in sorted(graph.modules)
+        for other in graph.find_modules_directly_imported_by(module)
+        if graph.chain_exists(importer=other, imported=module)
+    ]
+    assert loops == [], f"modules that import each other (directly or round a loop): {loops}"

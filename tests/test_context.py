@@ -7,19 +7,15 @@ import itertools
 import json
 from typing import Any
 
+import pytest
 from conftest import PromptRecorder
 from langgraph.checkpoint.memory import InMemorySaver
 
+from ima.core.errors import UserError
 from ima.core.settings import RunContext
 from ima.core.tokens import count_tokens
 from ima.graph.builder import compile_graph
-from ima.method.agent_context import (
-    WINDOW_BLOCK,
-    block_window,
-    build_context,
-    recent_turns,
-    render_turn,
-)
+from ima.method.agent_context import WINDOW_BLOCK, build_context, recent_turns, render_turn
 
 
 def turn(index: int, speaker: str, words: int) -> dict[str, Any]:
@@ -53,23 +49,27 @@ def test_memory_beats_old_history():
     assert [t["index"] for t in ctx.turns] == list(range(10 - len(ctx.turns), 10))
 
 
-def test_a_memory_over_the_room_keeps_whole_lines_only():
-    """Bounded memories always fit (the settings are checked); an older, unbounded one is
-    shortened by whole lines, never inside one, and the budget still holds."""
-    memory = "\n".join(f"- note {i} " + "lorem ipsum " * 10 for i in range(20))
-    ctx = build_context(fixed_tokens=50, memory=memory, transcript=[turn(1, "IA", 5)], budget=120)
-    assert ctx.tokens <= 120
-    assert ctx.memory and all(line in memory.splitlines() for line in ctx.memory.splitlines())
+def test_a_meeting_whose_budget_cannot_hold_the_memory_is_refused_however_it_starts(task):
+    """Every context reserves the whole memory, so a memory is never cut: a budget too small
+    for it fails at the first step, in one line naming the minimum (ima run checks it
+    before the run exists; Studio and the SDK reach the setup node)."""
+    graph = compile_graph(task, "intrinsic", checkpointer=InMemorySaver())
+    context = RunContext(model="scripted", token_budget=1300, memory_tokens=512)
+    with pytest.raises(UserError, match=r"token budget 1300 .* raise --budget to at least \d+"):
+        graph.invoke({}, {"configurable": {"thread_id": "small"}}, context=context)
+    baseline = compile_graph(task, "none", checkpointer=InMemorySaver())
+    out = baseline.invoke({}, {"configurable": {"thread_id": "b"}}, context=context)
+    assert out["status"] == "finalized"  # no memory to reserve
 
 
 def test_every_agent_context_in_a_run_stays_within_a_small_budget(task):
-    budget = 1100
+    budget = 1300
     recorder = PromptRecorder()
     graph = compile_graph(task, "intrinsic", checkpointer=InMemorySaver())
     out = graph.invoke(
         {},
         {"configurable": {"thread_id": "ctx"}, "callbacks": [recorder]},
-        context=RunContext(model="scripted", token_budget=budget),
+        context=RunContext(model="scripted", token_budget=budget, long_term=False),
     )
     turns = [(meta, msgs) for meta, msgs in recorder.calls if meta.get("ima_kind") == "agent_turn"]
     assert len(turns) == len(out["transcript"])
@@ -133,12 +133,12 @@ def test_a_memory_update_sees_its_own_turn_and_the_task_only_in_the_full_layout(
             assert (brief in system.content) is shows_task, layout
 
 
-def test_block_window_keeps_the_newest_turns_and_moves_its_start_in_blocks():
+def test_a_block_window_keeps_the_newest_turns_and_moves_its_start_in_blocks():
     transcript = [turn(i, "DEA", 20) for i in range(1, 40)]
     size = transcript[0]["tokens"]
     starts = set()
     for end in range(10, 40):
-        window = block_window(transcript[:end], 7 * size + 3, block=3)
+        window = recent_turns(transcript[:end], 7 * size + 3, block=3)
         indices = [t["index"] for t in window]
         assert indices == list(range(indices[0], end + 1)), "newest turns, contiguous"
         assert 5 <= len(indices) <= 7, "at most block - 1 fewer than Algorithm 1 keeps"
@@ -147,9 +147,9 @@ def test_block_window_keeps_the_newest_turns_and_moves_its_start_in_blocks():
     assert sorted(starts) == list(range(4, 35, 3)), "the start moves three turns at a time"
 
 
-def test_block_window_never_keeps_fewer_than_half_of_what_fits():
+def test_a_block_window_never_keeps_fewer_than_half_of_what_fits():
     transcript = [turn(i, "DEA", 200) for i in range(1, 10)]
-    window = block_window(transcript, 3 * transcript[0]["tokens"], block=4)
+    window = recent_turns(transcript, 3 * transcript[0]["tokens"], block=4)
     assert [t["index"] for t in window] == [7, 8, 9]  # aligned, only turn 9 would be left
 
 

@@ -13,7 +13,6 @@ from langgraph.runtime import Runtime
 
 from ima.core.settings import RunContext
 from ima.method.final_design import MISSING, design_schema, read_design
-from ima.method.schedule import initial_position
 from ima.models import Models
 from ima.models.scripted import example_instance
 from ima.nodes.documentation import make_documentation_node
@@ -41,7 +40,7 @@ def document(task, *answers: AIMessage, callbacks=()) -> tuple[dict, list[str]]:
     model.callbacks = [recorder]
     node = make_documentation_node(task, Models(agent_model=model))
     state = {
-        **initial_position(task.schedule),
+        **task.schedule.start(),
         "brief": task.description,
         "consensus": True,
         "transcript": [],

@@ -8,6 +8,7 @@ import re
 import jsonschema
 import pytest
 from conftest import PromptRecorder, turns_to_finalize
+from intrinsic_memory.memory import Memory, MemoryTemplate
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
@@ -16,8 +17,6 @@ from langgraph.types import StateSnapshot
 
 from ima.core.settings import RunContext
 from ima.graph.builder import compile_graph
-from ima.method.memory import Memory
-from ima.method.memory_update import as_template
 from ima.models import Models
 from ima.models.scripted import ScriptedChatModel
 from ima.nodes.memory_update import make_memory_node
@@ -43,9 +42,9 @@ def test_every_agent_that_spoke_has_its_own_memory(run_graph):
     for role in speakers:
         slot = memories[role]
         last_turn = max(t["index"] for t in out["transcript"] if t["speaker"] == role)
-        assert slot["updated_turn"] == last_turn  # each rewrite came from the agent's own turn
+        assert slot["turn"] == last_turn  # each rewrite came from the agent's own turn
         assert slot["version"] == sum(t["speaker"] == role for t in out["transcript"])
-        assert slot["template"] == "generic"
+        assert slot["kind"] == "generic"
 
 
 def test_baseline_keeps_no_memory(run_graph):
@@ -103,7 +102,7 @@ def test_a_bare_vote_leaves_the_memory_as_it_was_without_a_model_call(run_graph)
     assert updated == {t["index"] for t in out["transcript"]} - set(bare)
     assert not {v["turn"] for v in out["memory_log"]} & set(bare)
     for index, role in bare.items():  # formed from the vote all the same: never due again
-        assert out["memories"][role]["seen_turn"] >= index
+        assert out["memories"][role]["turn"] >= index
 
 
 def hostile_memory_answer(role: str, others: list[str]) -> str:
@@ -182,9 +181,11 @@ def headings(text: str) -> list[str]:
 def test_each_agent_keeps_its_memory_in_its_own_template(run_graph, task, template):
     """The update prompt carries the agent's own template, and its memory follows it."""
     out = run_graph(template=template)
-    assert all(s["template"] == template for s in out["memories"].values())
+    assert all(s["kind"] == template for s in out["memories"].values())
     if template == "manual":
-        assert set(out["templates"].values()) == {as_template(task.manual_template).markdown()}
+        assert set(out["templates"].values()) == {
+            MemoryTemplate.of(task.manual_template).markdown()
+        }
     if template == "llm":  # written once per agent, by the agent's model, for its own role
         for role in task.speakers:
             assert out["usage"][role]["template_generation"]["calls"] == 1
@@ -211,8 +212,8 @@ def test_fork_from_turn_ten_with_another_template(task):
     assert forked["status"] == "finalized"
     assert [t["index"] for t in forked["transcript"]] == list(range(1, turns_to_finalize(task) + 1))
     for role, slot in forked["memories"].items():
-        assert slot["template"] == "manual", role  # every agent spoke again after the fork
-        assert forked["templates"][role] == as_template(task.manual_template).markdown()
+        assert slot["kind"] == "manual", role  # every agent spoke again after the fork
+        assert forked["templates"][role] == MemoryTemplate.of(task.manual_template).markdown()
 
 
 @pytest.mark.parametrize(
@@ -291,7 +292,7 @@ def test_each_memory_update_sees_only_its_agents_own_latest_turn(run_graph, mode
             for v in out["memory_log"]
             if v["role"] == turn["speaker"] and v["turn"] < turn["index"]
         ][-1]
-        memory = Memory.parse(before, as_template(out["templates"][turn["speaker"]]))
+        memory = Memory.parse(before, MemoryTemplate.of(out["templates"][turn["speaker"]]))
         if not before:  # written whole in either mode
             shown = prompt.split("## Your memory so far\n", 1)[1]
             assert shown.startswith("(empty: this is your first turn)\n\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from intrinsic_memory import MemoryTemplate
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langgraph.store.memory import InMemoryStore
 
@@ -40,7 +41,7 @@ def test_rule_drafter_takes_bullets_under_decision_and_requirement_headings():
 
 
 def test_the_generic_template_alone_drafts_nothing():
-    assert rule_drafter("BOA", load("templates/generic"), "finalized") == []
+    assert rule_drafter("BOA", MemoryTemplate.generic().markdown(), "finalized") == []
 
 
 def test_llm_drafter_uses_its_prompt_and_accounts_its_calls():
@@ -59,11 +60,11 @@ def test_run_outcome_skips_slots_the_run_never_rewrote():
     values = {
         "status": "finalized",
         "memories": {
-            "BOA": {"text": GENERIC_MEMORY, "version": 3, "updated_turn": 9},
+            "BOA": {"text": GENERIC_MEMORY, "version": 3, "turn": 9},
             "IA": {
                 "text": "## Lessons from my earlier runs\n- old",
                 "version": 0,
-                "updated_turn": 0,
+                "turn": 0,
             },
         },
     }

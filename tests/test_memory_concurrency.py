@@ -85,7 +85,7 @@ def test_the_review_interrupt_waits_for_every_memory(task):
     values = snapshot.values
     for role, slot in values["memories"].items():
         own = [t["index"] for t in values["transcript"] if t["speaker"] == role]
-        assert slot["seen_turn"] == own[-1], role  # every agent's latest turn is in memory
+        assert slot["turn"] == own[-1], role  # every agent's latest turn is in memory
     out = graph.invoke(Command(resume={"approve": True}), config, context=context)
     assert out["status"] == "finalized"
 

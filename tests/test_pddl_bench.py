@@ -182,7 +182,7 @@ def test_the_command_runs_reports_and_continues(tmp_path, capsys):
         (["--problems", "gripper-01", "--domains", "gripper"], "--problems or --domains"),
         (["--seeds", "0"], "--seeds 0: give 1 or more"),
         (["--step-limit", "0"], "step limit 0: give 1 or more"),
-        (["--memory-update", "append"], "use rewrite or edit"),
+        (["--memory-update", "append"], "use edit or rewrite"),
         (["--temperature", "3"], "--temperature 3.0"),
         (["--seeds", "many"], "--seeds should be a valid integer"),
     ],

@@ -81,7 +81,8 @@ def test_replaying_the_optimal_plan_solves_the_problem_in_every_arm(arm, problem
         assert state["intrinsic_memory"]["planner"]["version"] == problem.optimal_length
     if arm == "intrinsic-llm":
         expected |= {("planner", "template_generation"), ("helper", "template_generation")}
-        assert set(state["templates"]) == {"planner", "helper"}
+        memories = state["intrinsic_memory"]
+        assert {a for a, m in memories.items() if m.get("template")} == {"planner", "helper"}
     if arm == "summary" and problem.optimal_length > 2:
         expected.add(("summarizer", "summary"))
         assert usage["summarizer"]["summary"]["calls"] == (problem.optimal_length - 1) // 2
@@ -147,7 +148,7 @@ def test_each_arm_shows_its_agents_what_it_promises():
     seen = {}
     for arm in ["none", "full", "summary", "intrinsic-generic"]:
         state = _run(
-            problem.id, arm, Wanderer(script=walk), step_limit=24, budget=512, summary_every=8
+            problem.id, arm, Wanderer(script=walk), step_limit=24, token_budget=512, summary_every=8
         )
         seen[arm] = [s["context"] for s in state["steps"]]
         assert len(state["steps"]) == 24
@@ -180,7 +181,11 @@ def test_the_llm_template_is_written_once_and_kept_on_resume():
     while app.get_state(config).next:
         app.invoke(None, config)
     final = app.get_state(config).values
-    assert final["templates"] == first["templates"]
+
+    def templates(values: dict) -> dict:
+        return {agent: m["template"] for agent, m in values["intrinsic_memory"].items()}
+
+    assert templates(final) == templates(first) and len(templates(first)) == 2
     assert final["usage"]["planner"]["template_generation"]["calls"] == 1
     assert episode_outcome(problem, final).success
 
@@ -207,8 +212,8 @@ def test_bad_settings_are_one_line_user_errors():
 
     for bad, match in [
         ({"step_limit": 0}, "step limit 0"),
-        ({"budget": 100}, "token budget 100"),
-        ({"memory_update": "append"}, "use rewrite or edit"),
+        ({"token_budget": 100}, "token budget 100"),
+        ({"memory_update": "append"}, "use edit or rewrite"),
         ({"summary_every": 0}, "summary every 0"),
     ]:
         with pytest.raises(UserError, match=match):

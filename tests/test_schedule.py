@@ -2,8 +2,6 @@
 
 from conftest import rounds_to_finalize, turns_to_finalize
 
-from ima.method.schedule import round_order
-
 
 def expected_round() -> list[str]:
     # After CDA the next worker; after a worker CDA, except after the last: KIA -> ERA.
@@ -23,7 +21,7 @@ def phase_of_each_round(task, rejected_votes: int) -> list[str]:
 
 
 def test_round_order_is_algorithm_2(task):
-    assert round_order(task.schedule) == expected_round()
+    assert task.schedule.round_order == expected_round()
 
 
 def test_scripted_run_follows_schedule_and_phases(run_graph, task):

@@ -99,18 +99,21 @@ def pddl_command(
     step_limit: Annotated[
         int, typer.Option(help="Steps before an episode ends unsolved (G-Memory: 30).")
     ] = 30,
-    budget: Annotated[
+    token_budget: Annotated[
         int,
         typer.Option(
-            help="Tokens of task, memory and earlier steps an agent sees (none, intrinsic)."
+            "--budget",
+            "--token-budget",
+            help="Tokens of task, memory and earlier steps an agent sees (none, intrinsic).",
         ),
     ] = 1024,
     memory_tokens: Annotated[
         int, typer.Option(help="Tokens of an intrinsic memory, and of a summary.")
     ] = 256,
     memory_update: Annotated[
-        str, typer.Option(help="rewrite (the paper: the whole memory again) or edit.")
-    ] = "rewrite",
+        str,
+        typer.Option(help="edit (a few operations a turn) or rewrite (the paper: all again)."),
+    ] = "edit",
     summary_every: Annotated[
         int, typer.Option(help="The summary arm rewrites its summary every N steps.")
     ] = 10,
@@ -158,7 +161,7 @@ def pddl_command(
         return
     settings = SolverSettings(
         step_limit=step_limit,
-        budget=budget,
+        token_budget=token_budget,
         memory_tokens=memory_tokens,
         memory_update=memory_update,
         summary_every=summary_every,

@@ -260,8 +260,8 @@ def show_view(record: RunRecord, values: dict[str, Any]) -> Group:
     parts += [turn_panel(t) for t in values.get("transcript", [])]
     for role, slot in values.get("memories", {}).items():
         title = (
-            f"{role} memory · {slot['template']} template · v{slot['version']} "
-            f"(turn {slot['updated_turn']})"
+            f"{role} memory · {slot['kind']} template · v{slot['version']} "
+            f"(turn {slot.get('turn', 0)})"
         )
         text = Text(slot["text"]) if slot["text"] else Text("(empty)", style="dim")
         parts.append(Panel(text, title=Text(title), title_align="left", style="cyan"))
@@ -288,9 +288,9 @@ def show_json(record: RunRecord, values: dict[str, Any]) -> dict[str, Any]:
         "memories": {
             role: {
                 "text": s["text"],
-                "template": s["template"],
+                "template": s["kind"],
                 "version": s["version"],
-                "updated_turn": s["updated_turn"],
+                "turn": s.get("turn", 0),
             }
             for role, s in values.get("memories", {}).items()
         },

@@ -16,6 +16,7 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+from intrinsic_memory.manager import DEFAULT_MEMORY_TOKENS, MIN_MEMORY_TOKENS
 from pydantic import Field, ValidationError
 from pydantic_settings import (
     BaseSettings,
@@ -124,8 +125,8 @@ class RunContext(BaseSettings):
         "backend (llama.cpp, Ollama, hosted APIs) serves from its cache across agents.",
     )
     memory_tokens: int = Field(
-        256,
-        ge=16,
+        DEFAULT_MEMORY_TOKENS,
+        ge=MIN_MEMORY_TOKENS,
         description="Token budget of each agent's memory: the update is asked and bounded to "
         "fit it, and every context reserves it, so a memory is never cut off.",
     )

@@ -10,6 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal, NotRequired
 
+from intrinsic_memory.models import CallUsage as CallUsage
+from intrinsic_memory.models import add_call_usage as add_call_usage
+from intrinsic_memory.models import zero_usage as zero_usage
+from intrinsic_memory.state import AgentMemory
 from langgraph.channels.delta import DeltaChannel
 
 # typing_extensions: pydantic (LangGraph server schemas) rejects typing.TypedDict on 3.11.
@@ -19,27 +23,6 @@ RunStatus = Literal["running", "finalized", "turn_cap", "failed"]
 
 # Snapshots bound replay time on resume; a high cadence keeps them from dominating storage.
 _SNAPSHOT_EVERY = 5000
-
-
-class CallUsage(TypedDict):
-    input_tokens: int
-    output_tokens: int
-    calls: int
-    seconds: float
-    estimated_calls: int  # calls whose counts are tiktoken estimates, not the backend's
-    cached_tokens: NotRequired[int]  # input tokens the backend served from its prompt cache
-
-
-def zero_usage() -> CallUsage:
-    """The usage of no call (a human's turn, a sum before its first call)."""
-    return CallUsage(
-        input_tokens=0, output_tokens=0, calls=0, seconds=0.0, estimated_calls=0, cached_tokens=0
-    )
-
-
-def add_call_usage(a: CallUsage, b: CallUsage) -> CallUsage:
-    """The usage of two calls together."""
-    return {k: a.get(k, 0) + b.get(k, 0) for k in dict.fromkeys([*a, *b])}  # type: ignore[return-value,misc]
 
 
 class ContextShare(TypedDict):
@@ -66,12 +49,11 @@ class Turn(TypedDict):
     context: NotRequired[ContextShare]  # the prompt that produced it (absent: HUMAN turns)
 
 
-class MemorySlot(TypedDict):
-    text: str  # the memory as Markdown: the template's sections that hold notes
-    template: str  # generic | manual | llm
-    version: int
-    updated_turn: int  # turn whose output last rewrote it (0: initial)
-    seen_turn: NotRequired[int]  # the agent's latest turn its memory node has processed
+class MemorySlot(AgentMemory):
+    """An agent's memory in the meeting: the library's `AgentMemory` (text, version, the
+    latest own turn processed), with the kind of its template and its long-term lessons."""
+
+    kind: str  # generic | manual | llm: where its template (state["templates"]) came from
     lessons: NotRequired[str]  # long-term lessons the agent started with (never rewritten)
 
 

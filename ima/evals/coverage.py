@@ -141,7 +141,6 @@ def llm_coverage(
         )
         outcome = ask_structured(
             model,
-            RequirementCheck,
             schema,
             prompt,
             retry,

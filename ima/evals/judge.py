@@ -213,7 +213,6 @@ def judge_design(
     )
     outcome = ask_structured(
         model,
-        JudgeVerdict,
         schema,
         prompt,
         retry,

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from intrinsic_memory.schedule import DOCUMENTATION
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from ima.core.settings import MemoryMode, RunContext
 from ima.core.state import InputState, State
-from ima.method.schedule import DOCUMENTATION
 from ima.models import Models
 from ima.nodes.agent import make_agent_node
 from ima.nodes.documentation import make_documentation_node

@@ -109,7 +109,7 @@ class RunOutcome:
             thread=thread,
             status=str(values.get("status", "")),
             memories={
-                r: (s.get("text", ""), int(s.get("updated_turn", 0)))
+                r: (s.get("text", ""), int(s.get("turn", 0)))
                 for r, s in slots.items()
                 if s.get("version", 0) > 0  # never learn back what the run started with
             },

@@ -1,6 +1,7 @@
-"""Where an agent's context is built. f_context, the paper's Algorithm 1: task and memory
-always, then the newest turns that fit the remaining token budget, kept in chronological
-order; and the turn prompt around it (role, phase question), in one of two layouts:
+"""An agent's turn prompt in the meeting: f_context, the paper's Algorithm 1 (task and memory
+always, then the newest turns that fit the remaining token budget, in chronological order:
+the library's `select_window`), and the prompt around it (role, phase question), in one of
+two layouts:
 
 - paper: system message task and role, then the agent's memory, the recent turns and the
   question. The turns that fit are chosen afresh at every turn.
@@ -22,13 +23,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from intrinsic_memory.context import select_window
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from ima import prompts
+from ima.core.errors import UserError
 from ima.core.settings import PromptLayout, RunContext
 from ima.core.state import ContextShare, Turn
 from ima.core.tokens import count_tokens
-from ima.method.context import newest_that_fit
 from ima.method.prompting import (
     cached_count,
     conversation_section,
@@ -38,19 +40,12 @@ from ima.method.prompting import (
     system_prompt,
     task_prompt,
 )
-from ima.method.schedule import is_vote, speaker_after
 from ima.tasks import Task
 
 
 def render_turn(index: int, speaker: str, content: str) -> str:
     """How a turn appears in other agents' contexts (its token count is stored with it)."""
     return f"[{index}] {speaker}: {content.strip()}\n\n"
-
-
-def recent_turns(transcript: Sequence[Turn], budget: int) -> list[Turn]:
-    """Newest-first selection of whole turns within `budget` tokens, returned oldest first."""
-    kept = newest_that_fit((t["tokens"] for t in reversed(transcript)), budget)
-    return list(transcript[len(transcript) - kept :])
 
 
 # Turns the shared layout's window drops at a time once the conversation outgrows it: its
@@ -63,28 +58,11 @@ WINDOW_BLOCK = 4
 MEMORY_GRAIN = 64
 
 
-def block_window(transcript: Sequence[Turn], budget: int, block: int = WINDOW_BLOCK) -> list[Turn]:
-    """The newest whole turns within `budget` tokens, starting at a block boundary: the
-    turns `recent_turns` keeps, less the oldest up to `block` - 1 of them. Never fewer
-    than half of what fits (then the window starts where `recent_turns` starts)."""
-    kept = newest_that_fit((t["tokens"] for t in reversed(transcript)), budget)
-    first = len(transcript) - kept
-    aligned = -(-first // block) * block
-    if len(transcript) - aligned < -(-kept // 2):
-        aligned = first
-    return list(transcript[aligned:])
-
-
-def whole_lines_within(text: str, limit: int) -> str:
-    """The leading whole lines of `text` within `limit` tokens. A bounded memory always
-    fits the context (run settings are checked for it); this guards memories written by
-    older versions, and never leaves half a line."""
-    kept: list[str] = []
-    for line in text.splitlines():
-        if count_tokens("\n".join([*kept, line])) > limit:
-            break
-        kept.append(line)
-    return "\n".join(kept)
+def recent_turns(transcript: Sequence[Turn], room: int, block: int = 1) -> list[Turn]:
+    """The newest whole turns within `room` tokens, oldest first (Algorithm 1's selection;
+    `block` aligns the window's start, see `select_window`)."""
+    first = select_window(len(transcript), lambda i: transcript[i]["tokens"], room, block=block)
+    return list(transcript[first:])
 
 
 def memory_text(slot: Mapping[str, Any]) -> str:
@@ -116,22 +94,19 @@ def build_context(
 ) -> Context:
     """Fit memory and recent turns into `budget` after the fixed parts (task, role, instruction).
 
-    Memory beats old history: it is placed first and truncated only if it alone overflows.
-    `shared_room` (the shared layout): the turns are the block-aligned window within the
-    smaller of it and what is left, the same for every agent whose parts fit the reserve.
+    Memory beats old history: the budget always holds it (`check_budget`), the turns get
+    what is left. `shared_room` (the shared layout): the turns are the block-aligned window
+    within the smaller of it and what is left, the same for every agent whose parts fit the
+    reserve.
     """
-    room = budget - fixed_tokens
     memory_tokens = count_tokens(memory) if memory else 0
-    if memory_tokens > room:
-        memory = whole_lines_within(memory, max(room, 0))
-        memory_tokens = count_tokens(memory) if memory else 0
-    history_room = max(room - memory_tokens, 0)
+    history_room = max(budget - fixed_tokens - memory_tokens, 0)
     if shared_room is None:
         turns = recent_turns(transcript, history_room)
     else:
-        turns = block_window(transcript, min(history_room, max(shared_room, 0)))
+        turns = recent_turns(transcript, min(history_room, max(shared_room, 0)), WINDOW_BLOCK)
         if not turns:  # a budget too small to share any turn: the speaker's own room
-            turns = block_window(transcript, history_room)
+            turns = recent_turns(transcript, history_room, WINDOW_BLOCK)
     total = fixed_tokens + memory_tokens + sum(t["tokens"] for t in turns)
     return Context(memory=memory, turns=turns, tokens=total, memory_tokens=memory_tokens)
 
@@ -146,9 +121,9 @@ def instruction_for(task: Task, role_id: str, state: Mapping[str, Any]) -> str:
         return prompts.render(
             "instruction_facilitator",
             phase_instruction=phase.instruction,
-            next_speaker=speaker_after(schedule, state),
+            next_speaker=schedule.speaker_after(state),
         )
-    if is_vote(schedule, role_id, phase.name):
+    if schedule.is_vote(role_id, phase.name):
         return prompts.render("instruction_voter", phase_instruction=phase.instruction)
     return prompts.render("instruction_worker", phase_instruction=phase.instruction)
 
@@ -352,3 +327,30 @@ def build_question_prompt(
         context=context,
     )
     return TurnPrompt([SystemMessage(system), HumanMessage(user(context.rendered_turns))], share)
+
+
+def fixed_tokens(task: Task, brief: str, settings: RunContext) -> int:
+    """Tokens of the largest fixed context (task, role, instructions) any agent needs."""
+    state: dict[str, Any] = {
+        "brief": brief,
+        "transcript": [],
+        "memories": {r: {"text": ""} for r in task.speakers},
+        **task.schedule.start(),
+    }
+    probe = settings.with_values(token_budget=10**9)
+    return max(build_turn_prompt(task, r, state, probe, True).tokens for r in task.speakers)
+
+
+def check_budget(task: Task, brief: str, settings: RunContext, with_memory: bool) -> None:
+    """UserError in one line, naming the minimum, when the token budget cannot hold every
+    agent's fixed context and (with memory) the whole memory and long-term lessons: every
+    context reserves them, so a memory is never cut to fit."""
+    needed = fixed_tokens(task, brief, settings)
+    if with_memory:
+        needed += settings.memory_tokens + (settings.long_term_budget if settings.long_term else 0)
+    if settings.token_budget < needed:
+        raise UserError(
+            f"token budget {settings.token_budget} is smaller than the task description, role "
+            f"prompt and memory ({needed} tokens): raise --budget to at least {needed + 256}"
+            + (" or lower --memory-tokens" if with_memory else "")
+        )

@@ -23,7 +23,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ima import prompts
+from intrinsic_memory.manager import update_prompts
+
 from ima.core.ngrams import Gram, ngram_set, ngrams, words
 from ima.tasks import Task
 from ima.tasks.evidence import matched_keywords, normalise, states_figure
@@ -46,7 +47,6 @@ __all__ = [
 ]
 
 MEMORY_NGRAM = 5
-MEMORY_PROMPTS = ("memory_rewrite", "memory_edit", "memory_section")
 REPAIR_LABELS = {
     "cut_off": "answers cut off at the output cap",
     "carried_sections": "sections carried over from the previous version",
@@ -91,7 +91,7 @@ def memory_prompt_sources(
 ) -> PromptText:
     """What a memory update is told: its prompt files (or `prompt_texts`, e.g. an older
     version's) and the run's templates (their placeholders)."""
-    texts = [prompts.load(n) for n in MEMORY_PROMPTS] if prompt_texts is None else prompt_texts
+    texts = update_prompts() if prompt_texts is None else prompt_texts
     every = [*texts, *templates]
     lines = "\n".join(f" {' '.join(words(text))} " for text in every)
     return PromptText(frozenset(ngram_set(every, MEMORY_NGRAM)), lines)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from intrinsic_memory.context import render_memory
+
 from ima import prompts
 from ima.core.tokens import count_tokens
 from ima.tasks import Task
@@ -62,7 +64,7 @@ def memory_section(memory: str | None) -> str:
     """The memory block of a turn prompt; '' without memory (the baseline)."""
     if memory is None:
         return ""
-    return prompts.render("memory_section", memory=memory or "(empty)") + "\n\n"
+    return render_memory(memory) + "\n\n"
 
 
 def conversation_section(turns: str) -> str:

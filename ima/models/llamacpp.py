@@ -42,11 +42,11 @@ from langchain_core.messages import (
 from langchain_core.messages.ai import InputTokenDetails, UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
-from langchain_core.utils.function_calling import convert_to_openai_tool
+from langchain_core.utils.function_calling import convert_to_json_schema, convert_to_openai_tool
 from pydantic import Field
 
 from ima.core.processes import process_alive
-from ima.models.tool_calls import answer_schema, read_answer, with_tools
+from ima.models.tool_calls import answer_schema, json_answers, read_answer, with_tools
 from ima.models.weights import ModelSetupError, check_gguf, ensure_default_gguf, install_hint
 
 if TYPE_CHECKING:
@@ -64,8 +64,9 @@ CONTEXT = 4096
 # Saved prompt states (files of ~12 KB per token, ~15 MB for an agent prompt): one per call
 # stream, least recently used dropped first. The bundled task has 16 streams.
 SAVED_STATES = 32
-# Call metadata naming a call stream: an agent and a kind of call (turn, memory update).
-STREAM_KEYS = ("ima_role", "ima_kind")
+# Call metadata naming a call stream: an agent and a kind of call (turn, memory update), as
+# the app labels its calls or, failing that, as the intrinsic-memory library labels its own.
+STREAM_KEYS = (("ima_role", "agent"), ("ima_kind", "call_kind"))
 # llguidance's JSON option (llama.cpp builds its grammars with llguidance).
 COMPACT_JSON = {"whitespace_flexible": False}
 
@@ -401,6 +402,24 @@ class EmbeddedChatModel(BaseChatModel):
         formatted = [convert_to_openai_tool(t) for t in tools]
         return self.bind(ima_tools=formatted, ima_tool_choice=tool_choice, **kwargs)
 
+    def with_structured_output(
+        self,
+        schema: dict[str, Any] | type,
+        *,
+        include_raw: bool = False,
+        method: str = "json_schema",
+        **kwargs: Any,
+    ) -> Runnable:
+        """JSON Schema mode (the default): the answer is constrained by a llama.cpp grammar
+        built from `schema`; `method="function_calling"` goes through `bind_tools`."""
+        if method != "json_schema":
+            return super().with_structured_output(schema, include_raw=include_raw, **kwargs)
+        shape = schema if isinstance(schema, dict) else convert_to_json_schema(schema)
+        # A title or description names the schema; a grammar needs neither.
+        grammar = {k: v for k, v in shape.items() if k not in ("title", "description")}
+        bound = self.bind(response_format={"type": "json_object", "schema": grammar}, **kwargs)
+        return json_answers(bound, include_raw)
+
     def load(self) -> None:
         """Load the weights now instead of at the first call (surfaces errors early)."""
         _engine(self.model_path, self.n_ctx, self.n_threads)
@@ -431,7 +450,11 @@ class EmbeddedChatModel(BaseChatModel):
         if stop:
             params["stop"] = stop
         labels = run_manager.metadata if run_manager else {}
-        stream = [str(labels[k]) for k in STREAM_KEYS if k in labels]
+        stream = [
+            str(labels.get(app, labels.get(library)))
+            for app, library in STREAM_KEYS
+            if app in labels or library in labels
+        ]
         reply = engine.complete(
             [_to_message(m) for m in messages],
             _completion_params(params),

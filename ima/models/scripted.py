@@ -18,14 +18,18 @@ import json
 import random
 import re
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from ima.core.tokens import count_tokens
+from ima.models.tool_calls import json_answers
 
 _QUESTION = re.compile(
     r"Question for you, (?P<role>\w+), in round (?P<round>\d+) of the (?P<phase>\w+) phase\. "
@@ -61,10 +65,15 @@ class ScriptedChatModel(BaseChatModel):
         if self.delay:
             time.sleep(self.delay)
         prompt = "\n".join(str(m.content) for m in messages)
-        text = self._answer(messages, prompt)
+        tools = kwargs.get("tools") or []
+        calls = self._tool_calls(messages, tools) if tools else []
+        text = "" if calls else self._answer(messages, prompt)
+        if tools and not calls:  # what the tools answered, summed up
+            text = self._after_tools(messages)
         prompt_tokens, text_tokens = count_tokens(prompt), count_tokens(text)  # once each
         message = AIMessage(
             content=text,
+            tool_calls=calls,
             usage_metadata={
                 "input_tokens": prompt_tokens,
                 "output_tokens": text_tokens,
@@ -72,6 +81,44 @@ class ScriptedChatModel(BaseChatModel):
             },
         )
         return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable:
+        """Tool calling, scripted: each request is passed to every bound tool in turn, then
+        the answer sums up what they said."""
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
+
+    def with_structured_output(
+        self, schema: Any, *, include_raw: bool = False, **kwargs: Any
+    ) -> Runnable:
+        """A JSON mode, as the embedded model has: the scripted model writes the JSON its
+        prompt asks for, and the answer is passed on (parsed where it parses)."""
+        return json_answers(self, include_raw)
+
+    @staticmethod
+    def _since_request(messages: list[BaseMessage]) -> list[BaseMessage]:
+        start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
+        return messages[start + 1 :]
+
+    def _tool_calls(self, messages: list[BaseMessage], tools: list[dict[str, Any]]) -> list:
+        """A call, with the latest request, of the first tool that has not answered it yet
+        (one at a time, so handoffs and subagents each get their turn); none once all have."""
+        answered = {m.name for m in self._since_request(messages) if isinstance(m, ToolMessage)}
+        waiting = [t["function"] for t in tools if t["function"]["name"] not in answered]
+        if not waiting:
+            return []
+        request = next((m.text for m in reversed(messages) if isinstance(m, HumanMessage)), "")
+        fields = list((waiting[0].get("parameters") or {}).get("properties") or {})
+        digest = hashlib.sha256(f"{request}/{waiting[0]['name']}".encode()).hexdigest()[:8]
+        args = {fields[0]: request} if fields else {}
+        return [{"name": waiting[0]["name"], "args": args, "id": f"call_{digest}"}]
+
+    def _after_tools(self, messages: list[BaseMessage]) -> str:
+        said = [
+            f"{m.name or 'a tool'}: {' '.join(m.text.split()[:16])}"
+            for m in self._since_request(messages)
+            if isinstance(m, ToolMessage)
+        ]
+        return "Here is what I found. " + " | ".join(said)
 
     def _answer(self, messages: list[BaseMessage], prompt: str) -> str:
         """What was asked, read from the last instruction the model received."""
@@ -172,6 +219,8 @@ class ScriptedChatModel(BaseChatModel):
                 sentence = re.search(r"[A-Z][^.:]*\d[^.]*\.", latest)
                 if sentence:
                     additions[key] = sentence.group(0)
+        if not additions and keys:  # a template with none of these sections: its first
+            additions[keys[0]] = new
         additions = {k: " ".join(v.split()[:limit]) for k, v in additions.items()}
         if edit:
             return json.dumps({"edits": [{"to": k, "add": v} for k, v in additions.items()]})
@@ -202,10 +251,15 @@ class ScriptedChatModel(BaseChatModel):
         return f"## {role} priorities\n- <priority>\n## Decisions\n- <decision>"
 
     def _documentation(self, prompt: str) -> str:
-        """The sections the prompt asks for, filled from the meeting notes."""
+        """The sections the prompt asks for, filled from the meeting notes: as Markdown
+        headings, or as the JSON object the prompt asks for."""
         headings = re.findall(r'"(## [^"]+)"', prompt) or ["## Design"]
         notes = re.findall(r"^\[\d+\] \w+: (.+)$", prompt, re.M)
         body = [" ".join(n.split()[:24]) for n in notes[-3:]] or [self._point(prompt)]
+        if "as one JSON object" in prompt:
+            items = [*body, self._point(prompt), "The agents agreed on this design."][:3]
+            keys = ("summary", "plan", "resource_estimates")
+            return json.dumps({key: [i[:150] for i in items] for key in keys})
         parts = []
         for i, heading in enumerate(headings):
             if "plan" in heading.lower():

@@ -1,9 +1,8 @@
 """Structured answers from any chat model, accounted, with tolerant parsing and retries.
 
-The answer is asked as JSON following a schema. Where the backend can enforce the schema it
-does (Ollama `format`, a llama.cpp grammar: `ima.models.json_constrained`); a model with
-tool calling goes through `with_structured_output`; anything else answers in text and the
-JSON is found in it tolerantly. An answer that still cannot be used is retried with the
+The answer is asked as JSON following a schema, as the library's memory updates ask it:
+the backend's JSON Schema mode where it has one (Ollama `format`, a llama.cpp grammar), else
+its tool calling, else in text, the JSON found in it tolerantly. An answer that still cannot be used is retried with the
 problem named, and after the last attempt the caller records a failure: never a guess.
 """
 
@@ -15,14 +14,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from intrinsic_memory.models import answers_in_json as answers_in_json
+from intrinsic_memory.models import json_model
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.runnables import Runnable, RunnableLambda
-from pydantic import BaseModel
+from langchain_core.runnables import Runnable
 
 from ima import prompts
 from ima.core.state import CallUsage, add_call_usage, zero_usage
-from ima.models import json_constrained, limit_output
 from ima.models.calls import invoke_model
 
 RETRY_MARKER = "<!-- retry -->"
@@ -44,57 +43,13 @@ def prompt_parts(name: str, **fields: object) -> tuple[str, Callable[[str], str]
     )
 
 
-def _as_message(out: dict[str, Any]) -> AIMessage:
-    """`with_structured_output(include_raw=True)` output -> a message call_model can account."""
-    raw, parsed = out.get("raw"), out.get("parsed")
-    if isinstance(parsed, BaseModel):
-        content = parsed.model_dump_json()
-    elif parsed is not None:
-        content = json.dumps(parsed)
-    elif isinstance(raw, AIMessage) and raw.tool_calls:
-        content = json.dumps(raw.tool_calls[0]["args"])
-    else:
-        content = str(getattr(raw, "content", "") or "")
-    usage = getattr(raw, "usage_metadata", None)
-    return AIMessage(content=content, usage_metadata=usage) if usage else AIMessage(content)
-
-
 def structured_runnable(
-    model: BaseChatModel,
-    schema_model: type[BaseModel] | dict[str, Any],
-    json_schema: dict[str, Any],
-    max_tokens: int | None = None,
+    model: BaseChatModel, json_schema: dict[str, Any], max_tokens: int | None = None
 ) -> Runnable:
-    """`model` set up to answer with JSON following the schema, as well as it supports:
-    constrained decoding where the backend has it (a llama.cpp grammar, Ollama `format`),
-    else `with_structured_output` (tool calling), else plain text parsed tolerantly.
-    `max_tokens` caps the answer where the backend supports it."""
-    limited = limit_output(model, max_tokens or EMBEDDED_MAX_TOKENS)
-    constrained = json_constrained(limited, json_schema)
-    if constrained is not limited:
-        return constrained
-    try:
-        structured = model.with_structured_output(schema_model, include_raw=True)
-    except (NotImplementedError, ValueError, TypeError):
-        return limited  # no tool calling: plain text, parsed tolerantly
-    return structured | RunnableLambda(_as_message)
-
-
-def can_constrain(model: BaseChatModel) -> bool:
-    """Whether the backend itself keeps an answer to a JSON Schema (bounded lists, lengths)."""
-    return json_constrained(model, {"type": "object"}) is not model
-
-
-def answers_in_json(model: BaseChatModel) -> bool:
-    """Whether `structured_runnable` gets JSON from the backend itself (a grammar, Ollama
-    `format`, tool calling) rather than finding it in free text."""
-    if can_constrain(model):
-        return True
-    try:
-        model.with_structured_output({"title": "probe", "type": "object", "properties": {}})
-    except (NotImplementedError, ValueError, TypeError):
-        return False
-    return True
+    """`model` set up to answer with JSON following the schema, as well as it supports (the
+    library's `json_model`: the backend's JSON Schema mode, else tool calling, else plain
+    text parsed tolerantly), capped at `max_tokens`."""
+    return json_model(model, json_schema, max_tokens or EMBEDDED_MAX_TOKENS)
 
 
 def extract_json(text: str) -> Any:
@@ -135,7 +90,6 @@ class Outcome:
 
 def ask_structured(
     model: BaseChatModel,
-    schema_model: type[BaseModel],
     json_schema: dict[str, Any],
     prompt: str,
     retry_prompt: Callable[[str], str],
@@ -154,7 +108,7 @@ def ask_structured(
     propagate: they are not verdicts. Every attempt's tokens are accounted under
     `metadata["ima_kind"]`.
     """
-    runnable = structured_runnable(model, schema_model, json_schema, max_tokens)
+    runnable = structured_runnable(model, json_schema, max_tokens)
     outcome = Outcome()
     opening: list[BaseMessage] = [SystemMessage(system)] if system else []
     messages: list[BaseMessage] = [*opening, HumanMessage(prompt)]

@@ -1,6 +1,7 @@
-"""Tool calling for a model without native tool calls (the embedded llama.cpp model): the
-tools are described in the system message and the answer is JSON constrained by a grammar
-to either one call of a listed tool with valid arguments, or a plain answer."""
+"""Tool calling and structured output for a model without native tool calls (the embedded
+llama.cpp model): the tools are described in the system message and the answer is JSON
+constrained by a grammar to either one call of a listed tool with valid arguments, or a
+plain answer; a structured answer is JSON constrained by a grammar from its schema."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.messages.tool import ToolCall
+from langchain_core.output_parsers import JsonOutputParser
+from langchain_core.runnables import Runnable, RunnableMap, RunnablePassthrough
 
 from ima import prompts
 
@@ -100,3 +103,17 @@ def read_answer(text: str) -> tuple[str, list[ToolCall]]:
     if isinstance(value, dict) and "answer" in value:
         return str(value["answer"]), []
     return text, []
+
+
+def json_answers(bound: Runnable, include_raw: bool) -> Runnable:
+    """`with_structured_output`'s result for a model bound to answer in JSON: the parsed
+    answer, or with `include_raw` the message, the parsed value (None when the answer does
+    not parse) and the parsing error."""
+    parse = JsonOutputParser()
+    if not include_raw:
+        return bound | parse
+    parsed = RunnablePassthrough.assign(
+        parsed=lambda out: parse.invoke(out["raw"]), parsing_error=lambda _: None
+    )
+    fallback = RunnablePassthrough.assign(parsed=lambda _: None)
+    return RunnableMap(raw=bound) | parsed.with_fallbacks([fallback], exception_key="parsing_error")

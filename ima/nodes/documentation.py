@@ -84,7 +84,6 @@ def make_documentation_node(task: Task, models: Models) -> Callable[..., dict[st
         written = ask_structured(
             model,
             design_schema(),
-            design_schema(),
             asked,
             retry,
             parse_design,
@@ -103,7 +102,6 @@ def make_documentation_node(task: Task, models: Models) -> Callable[..., dict[st
         specified = ask_structured(
             model,
             spec_schema,
-            task.output_schema,
             ask_spec,
             fix_spec,
             parse_valid_spec,

@@ -1,22 +1,25 @@
-"""The memory-update node of one agent: its memory's next version from its own latest turn
-(`IntrinsicMemory`, rewrite or edit).
+"""The memory-update node of one agent in the meeting: the library's memory step
+(`intrinsic_memory.nodes.memory_step`) on the agent's own latest turn, with the meeting's
+prompt parts, its template kind, the log of every version and progress events.
 
-The node returns an update for its own role's slot and nothing else: whatever the model
-writes, no other agent's memory can change (memory privacy is structural).
+The step writes the agent's own slot and nothing else: whatever the model writes, no other
+agent's memory can change (memory privacy is structural).
 """
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
 from typing import Any
 
+from intrinsic_memory import IntrinsicMemory
+from intrinsic_memory.nodes import memory_step
+from intrinsic_memory.schedule import only_markers
 from langgraph.runtime import Runtime
 
 from ima.core.settings import RunContext
 from ima.core.state import MemoryRepairs, MemorySlot, MemoryVersion, State, add_usage
-from ima.method.memory_update import IntrinsicMemory, line_changes
 from ima.method.prompting import own_role_prompt, role_prompt, system_prompt, task_prompt
-from ima.method.votes import only_markers
 from ima.models import Models
 from ima.nodes.templates import template_for
 from ima.tasks import Task
@@ -31,78 +34,81 @@ def latest_turn_of(state: State, role_id: str) -> dict[str, Any]:
     return next(t for t in reversed(state["transcript"]) if t["speaker"] == role_id)
 
 
+def line_changes(old: str, new: str) -> dict[str, int]:
+    """How an update changed the memory, for progress events: lines added and removed."""
+    diff = list(difflib.ndiff(old.splitlines(), new.splitlines()))
+    return {
+        "lines_added": sum(d.startswith("+ ") for d in diff),
+        "lines_removed": sum(d.startswith("- ") for d in diff),
+    }
+
+
+def _prompt_parts(task: Task, role_id: str, settings: RunContext, brief: str) -> dict[str, Any]:
+    """The role and shared opening of the update prompt, by the run's prompt layout."""
+    if settings.prompt_layout == "shared":  # the task every call opens with, then the role
+        return {"role": own_role_prompt(task, role_id), "system": task_prompt(task, brief)}
+    if settings.memory_prompt == "lean":
+        return {"role": role_prompt(task, role_id)}
+    return {"role": system_prompt(task, role_id, brief)}
+
+
 def make_memory_node(task: Task, role_id: str, models: Models) -> Callable[..., dict[str, Any]]:
     def update_memory(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         settings = runtime.context
         latest = latest_turn_of(state, role_id)
         slot = state["memories"][role_id]
-        if only_markers(latest["content"]) and slot["template"] == settings.template:
-            # A bare vote gives the memory nothing to keep (the vote is in the state): the
-            # memory stays as it is, formed from this turn.
-            runtime.stream_writer({"event": "memory", "role": role_id, "version": slot["version"]})
-            return {"memories": {role_id: MemorySlot(**{**slot, "seen_turn": latest["index"]})}}
         update: dict[str, Any] = {"usage": {}}
         template = state["templates"].get(role_id)
-        if slot["template"] != settings.template or template is None:
+        if slot["kind"] != settings.template or template is None:
             # The run was forked with another template kind: adopt it from here on.
             template, call = template_for(task, role_id, settings, state["brief"], models)
             update["templates"] = {role_id: template}
+            slot = MemorySlot(**{**slot, "kind": settings.template})  # type: ignore[typeddict-item]
             if call:
                 update["usage"] = {role_id: {"template_generation": call}}
         memory = IntrinsicMemory(
             models.memory(settings),
             template,
-            tokens=settings.memory_tokens,
+            memory_tokens=settings.memory_tokens,
             mode=settings.memory_update,
         )
-        system = None
-        if settings.prompt_layout == "shared":  # the task every call opens with, then the role
-            role, system = own_role_prompt(task, role_id), task_prompt(task, state["brief"])
-        elif settings.memory_prompt == "lean":
-            role = role_prompt(task, role_id)
-        else:
-            role = system_prompt(task, role_id, state["brief"])
-        result = memory.update(
-            slot["text"],
-            latest["content"],
-            role=role,
+        # A bare vote gives the memory nothing to keep (the vote is in the state): no call.
+        own = "" if only_markers(latest["content"]) else latest["content"]
+        stepped, result = memory_step(
+            memory,
+            {**state, "memories": {role_id: slot}},
+            agent=role_id,
+            output=own,
             turn=latest["index"],
-            metadata={"ima_role": role_id, "ima_turn": latest["index"]},
-            system=system,
+            key="memories",
+            metadata={
+                "ima_role": role_id,
+                "ima_kind": "memory_update",
+                "ima_turn": latest["index"],
+            },
+            **_prompt_parts(task, role_id, settings, state["brief"]),
         )
+        new = stepped.get("memories", {}).get(role_id, slot)
+        update["memories"] = {role_id: new}
+        event = {"event": "memory", "role": role_id, "version": new["version"]}
+        if result is None:
+            runtime.stream_writer(event)
+            return update
         update["usage"] = add_usage(update["usage"], {role_id: {"memory_update": result.usage}})
-        text = result.text if result.text or not slot["text"] else slot["text"]
-        repairs = MemoryRepairs(**result.repairs.as_dict())  # type: ignore[typeddict-item]
-        if text != result.text:  # an answer that would erase the memory keeps it instead
-            repairs["unusable"] = 1
-        version = slot["version"] + 1
-        update["memories"] = {
-            role_id: MemorySlot(
-                text=text,
-                template=settings.template,
-                version=version,
-                updated_turn=latest["index"],
-                seen_turn=latest["index"],
-                **({"lessons": slot["lessons"]} if slot.get("lessons") else {}),  # type: ignore[typeddict-item]
-            )
-        }
         update["memory_log"] = [
             MemoryVersion(
                 role=role_id,
-                version=version,
+                version=new["version"],
                 turn=latest["index"],
-                text=text,
+                text=new["text"],
                 template=settings.template,
                 usage=result.usage,
                 mode=settings.memory_update,
                 cut_off=result.cut_off,
-                repairs=repairs,
+                repairs=MemoryRepairs(**result.repairs.as_dict()),  # type: ignore[typeddict-item]
             )
         ]
-        runtime.stream_writer(
-            {"event": "memory", "role": role_id, "version": version}
-            | line_changes(slot["text"], text)
-        )
+        runtime.stream_writer(event | line_changes(slot["text"], new["text"]))
         return update
 
     update_memory.__name__ = memory_node_name(role_id)

@@ -18,7 +18,6 @@ from ima import prompts
 from ima.core.state import State, Turn, zero_usage
 from ima.core.tokens import count_tokens
 from ima.method.agent_context import render_turn
-from ima.method.schedule import round_order
 from ima.tasks import Task
 
 REVIEW = "human_review"
@@ -26,7 +25,7 @@ HUMAN = "HUMAN"
 
 
 def review_payload(task: Task, state: State) -> dict[str, Any]:
-    recent = state["transcript"][-len(round_order(task.schedule)) :]
+    recent = state["transcript"][-len(task.schedule.round_order) :]
     return {
         "question": prompts.render(
             "review_question",
@@ -43,7 +42,6 @@ def review_payload(task: Task, state: State) -> dict[str, Any]:
 
 def make_review_node(task: Task) -> Callable[..., Command]:
     schedule = task.schedule
-    phases = [p.name for p in schedule.phases]
 
     def human_review(state: State, runtime: Runtime) -> Command:
         answer = interrupt(review_payload(task, state))
@@ -63,20 +61,7 @@ def make_review_node(task: Task) -> Callable[..., Command]:
         runtime.stream_writer(
             {"event": "turn", "turn": index, "speaker": HUMAN, "phase": state["phase"], "flags": []}
         )
-        back = phases[max(phases.index(schedule.voting_phase) - 1, 0)]
-        return Command(
-            goto=round_order(schedule)[0],
-            update={
-                "transcript": [turn],
-                "consensus": False,
-                "finalize_asks": 0,
-                "handoff": "",
-                "votes": {},
-                "phase": back,
-                "phase_round": 1,
-                "position": 0,
-                "next_speaker": round_order(schedule)[0],
-            },
-        )
+        back = schedule.feedback()  # back to proposals, then a new vote
+        return Command(goto=back["next_speaker"], update={"transcript": [turn], **back})
 
     return human_review

@@ -4,7 +4,7 @@ memory updates still due (before, or beside, the next speaker), documentation or
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -12,7 +12,6 @@ from langgraph.runtime import Runtime
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
 from ima.core.state import State
-from ima.method.schedule import advance_schedule, next_steps
 from ima.nodes.memory_update import memory_node_name
 from ima.nodes.review import REVIEW
 from ima.tasks import Task
@@ -30,12 +29,42 @@ def make_router_node(task: Task) -> Callable[..., dict[str, Any]]:
         transcript = state["transcript"]
         if transcript and len(transcript) <= state.get("routed_turn", 0):
             return {}  # this turn is scheduled already; the router ran again after memory updates
-        update = advance_schedule(task.schedule, state, transcript, runtime.context.turn_cap)
+        update = task.schedule.advance(state, transcript, runtime.context.turn_cap)
         if update.get("consensus") and runtime.context.review:
             update["next_speaker"] = REVIEW  # a person approves before FINALIZE
         return update | {"routed_turn": len(transcript)}
 
     return router
+
+
+def memory_due(state: Mapping[str, Any]) -> list[str]:
+    """Agents whose own latest turn their memory has not yet been formed from.
+
+    Only the last two turns' speakers can be due: a memory update runs right after its
+    agent's turn, or beside the next speaker's turn.
+    """
+    memories = state.get("memories") or {}
+    due = []
+    for turn in list(state.get("transcript") or [])[-2:]:
+        slot = memories.get(turn["speaker"])
+        if slot is not None and turn["index"] > slot.get("turn", 0):
+            due.append(turn["speaker"])
+    return due
+
+
+def next_steps(state: Mapping[str, Any], concurrency: int) -> tuple[list[str], str | None]:
+    """What runs next: the roles whose memory update is due, and the next step (a speaker,
+    documentation or review) unless it must wait for those updates.
+
+    With concurrency 1 the memory of an agent is formed before anyone else speaks (the
+    paper's order). With 2 an agent's memory update runs beside the next speaker's turn:
+    neither reads what the other writes. Updates always finish before documentation or a
+    review: nothing after the meeting may miss a memory.
+    """
+    nxt, due = state["next_speaker"], memory_due(state)
+    if not due or (concurrency > 1 and nxt in (state.get("memories") or {})):
+        return due, nxt
+    return due, None
 
 
 def route(state: State) -> list[str]:

@@ -12,7 +12,7 @@ from langgraph.runtime import Runtime
 from ima.core.settings import RunContext
 from ima.core.state import MemorySlot, MemoryVersion, State
 from ima.longterm import load_starting_memory
-from ima.method.schedule import initial_position
+from ima.method.agent_context import check_budget
 from ima.models import Models, parallel_calls
 from ima.nodes.templates import template_for
 from ima.tasks import Task
@@ -22,12 +22,14 @@ def make_setup_node(task: Task, with_memory: bool, models: Models) -> Callable[.
     def setup(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         settings = runtime.context
         brief = (state.get("brief") or "").strip() or task.description
+        # However the meeting was started (ima, Studio, the SDK): every context can hold it.
+        check_budget(task, brief, settings, with_memory)
         update: dict[str, Any] = {
             "task_id": task.id,
             "brief": brief,
             "status": "running",
             "usage": {},
-            **initial_position(task.schedule),
+            **task.schedule.start(),
         }
         if not with_memory:
             return update | {"templates": {}, "memory_concurrency": 1}
@@ -40,12 +42,12 @@ def make_setup_node(task: Task, with_memory: bool, models: Models) -> Callable[.
         # Long-term lessons sit beside the memory, not in it: a rewrite cannot drop them.
         lessons, long_term = load_starting_memory(settings, task.speakers, runtime.store)
         slots = {
-            r: MemorySlot(text="", template=settings.template, version=0, updated_turn=0)
+            r: MemorySlot(text="", version=0, turn=0, kind=settings.template)
             | ({"lessons": lessons[r]} if lessons.get(r) else {})  # type: ignore[operator]
             for r in task.speakers
         }
         start = [
-            MemoryVersion(role=r, version=0, turn=0, text="", template=s["template"])
+            MemoryVersion(role=r, version=0, turn=0, text="", template=s["kind"])
             for r, s in slots.items()
         ]
         return update | {

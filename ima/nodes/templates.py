@@ -3,9 +3,10 @@ writes from the task at the start of the run (the paper's three kinds)."""
 
 from __future__ import annotations
 
+from intrinsic_memory import MemoryTemplate, write_template
+
 from ima.core.settings import RunContext
 from ima.core.state import CallUsage
-from ima.method.memory_update import as_template, generic_template, write_template
 from ima.method.prompting import role_prompt
 from ima.models import Models
 from ima.tasks import Task
@@ -17,10 +18,10 @@ def template_for(
     """The template (Markdown) of kind `settings.template` for `role_id`, and the model call
     it cost (only LLM-written templates cost one)."""
     if settings.template == "manual":
-        return as_template(task.manual_template, kind="manual").markdown(), None
+        return MemoryTemplate.of(task.manual_template, kind="manual").markdown(), None
     if settings.template == "llm":
         template, usage = write_template(
             models.agent(settings), brief, role_prompt(task, role_id), {"ima_role": role_id}
         )
         return template.markdown(), usage
-    return generic_template().markdown(), None
+    return MemoryTemplate.generic().markdown(), None

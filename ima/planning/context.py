@@ -1,15 +1,18 @@
 """What an agent of the planning team reads: its role, the task, and, per memory arm, the
-earlier steps (all of them, the newest that fit the budget, or a summary and the steps
-since); intrinsic arms get theirs from `add_intrinsic_memory`."""
+earlier steps (all of them, the newest that fit the budget: the library's `fit_context`
+without a memory, or a summary and the steps since); intrinsic arms get theirs from
+`add_intrinsic_memory`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from intrinsic_memory import fit_context
+from intrinsic_memory.state import memory_of
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from ima import count_message_tokens, prompts
+from ima import prompts
 from ima.pddl import Problem
 from ima.planning.arms import Arm
 from ima.planning.settings import SolverSettings
@@ -39,20 +42,6 @@ def role_text(agent: str) -> str:
 History = Callable[[Mapping[str, Any]], list[BaseMessage]]
 
 
-def _newest_that_fit(messages: Sequence[BaseMessage], budget: int) -> list[BaseMessage]:
-    """The task (first message) and the newest whole messages that fit the budget."""
-    if not messages:
-        return []
-    room = budget - count_message_tokens(messages[:1])
-    kept: list[BaseMessage] = []
-    for message in reversed(messages[1:]):
-        room -= count_message_tokens([message])
-        if room < 0:
-            break
-        kept.append(message)
-    return [messages[0], *reversed(kept)]
-
-
 def history_for(arm: Arm, settings: SolverSettings) -> History:
     """The earlier messages an agent of this arm reads, from the graph state."""
 
@@ -60,7 +49,8 @@ def history_for(arm: Arm, settings: SolverSettings) -> History:
         return list(state.get("messages") or [])
 
     def window(state: Mapping[str, Any]) -> list[BaseMessage]:
-        return _newest_that_fit(state.get("messages") or [], settings.budget)
+        messages = state.get("messages") or []
+        return fit_context(messages, None, token_budget=settings.token_budget) if messages else []
 
     def summarised(state: Mapping[str, Any]) -> list[BaseMessage]:
         messages = list(state.get("messages") or [])
@@ -80,7 +70,7 @@ def history_for(arm: Arm, settings: SolverSettings) -> History:
 
 def step_context(state: Mapping[str, Any], agent: str, seen: list[BaseMessage]) -> StepContext:
     """What the acting agent's prompt held, for the episode's record."""
-    record = (state.get("intrinsic_memory") or {}).get(agent)  # add_intrinsic_memory's key
+    record = memory_of(state, agent)
     summaries = state.get("summaries") or []
     return StepContext(
         history_steps=sum(getattr(m, "name", None) == ENVIRONMENT for m in seen),

@@ -16,22 +16,29 @@ when the goal holds or after the step limit; its reward is the progress rate.
 
 Memory arms (`ima.planning.arms`) differ only in what each agent's prompt holds before the
 current step's question; the model, the step limit and the accounting of every call (per
-agent and kind, in `usage`) are the same. Intrinsic arms wrap the agent nodes with
+agent and kind, in `usage`) are the same. Intrinsic arms add the agent nodes with
 `add_intrinsic_memory`: each agent's memory is updated from its own turn (its action and
 what the environment answered).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from intrinsic_memory import (
+    AgentMemory,
+    IntrinsicMemory,
+    MemoryTemplate,
+    add_intrinsic_memory,
+    write_template,
+)
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.graph import END, START, StateGraph
 
-from ima import IntrinsicMemory, MemoryTemplate, add_intrinsic_memory, prompts, write_template
+from ima import prompts
 from ima.models.calls import invoke_model
 from ima.pddl import Problem
 from ima.planning.answers import CHECK, is_check, read_action, replay, stuck
@@ -51,7 +58,6 @@ class _Solver:
     model: BaseChatModel
     memory_model: BaseChatModel
     settings: SolverSettings
-    managers: dict[tuple[str, str], IntrinsicMemory] = field(default_factory=dict)
 
     @property
     def task(self) -> str:
@@ -63,15 +69,15 @@ class _Solver:
         update: dict[str, Any] = {}
         if not state.get("messages"):
             update["messages"] = [HumanMessage(self.task, name="task")]
-        if self.arm.template == "llm" and not state.get("templates"):
-            templates, usage = {}, {}
+        if self.arm.template == "llm" and not state.get("intrinsic_memory"):
+            memories, usage = {}, {}
             for agent in AGENTS:
                 template, cost = write_template(
                     self.model, self.task, role_text(agent), {"ima_role": agent}
                 )
-                templates[agent] = template.markdown()
+                memories[agent] = AgentMemory(text="", version=0, template=template.markdown())
                 usage[agent] = {"template_generation": cost}
-            update |= {"templates": templates, "usage": usage}
+            update |= {"intrinsic_memory": memories, "usage": usage}
         return update
 
     def agent(self, agent: str) -> Callable[[EpisodeState], dict[str, Any]]:
@@ -190,27 +196,21 @@ class _Solver:
 
     # -- memory
 
-    def memory(
-        self, agent: str
-    ) -> IntrinsicMemory | Callable[[Mapping[str, Any]], IntrinsicMemory]:
+    def memory(self) -> IntrinsicMemory:
+        """The arm's memory manager (in the llm arm, each agent keeps the template it wrote
+        in its own memory record, which the manager follows)."""
         template = self.arm.template
-        if template == "llm":
-            return lambda state: self._memory(state["templates"][agent], "llm")
-        if template == "manual":
-            return self._memory(self.problem.domain_info.memory_template, "manual")
-        return self._memory("generic", "generic")
-
-    def _memory(self, template: str, kind: str) -> IntrinsicMemory:
-        key = (template, kind)
-        if key not in self.managers:  # one per template: its limits are computed once
-            shaped = template if kind == "generic" else MemoryTemplate.from_markdown(template, kind)
-            self.managers[key] = IntrinsicMemory(
-                self.memory_model,
-                shaped,
-                tokens=self.settings.memory_tokens,
-                mode=self.settings.memory_update,  # type: ignore[arg-type]
-            )
-        return self.managers[key]
+        shaped = (
+            MemoryTemplate.of(self.problem.domain_info.memory_template, kind="manual")
+            if template == "manual"
+            else "generic"
+        )
+        return IntrinsicMemory(
+            self.memory_model,
+            shaped,
+            memory_tokens=self.settings.memory_tokens,
+            mode=self.settings.memory_update,  # type: ignore[arg-type]
+        )
 
 
 def build_solver(
@@ -238,26 +238,30 @@ def build_solver(
     )
     builder = StateGraph(EpisodeState)
     builder.add_node("setup", solver.setup)
-    builder.add_node(PLANNER, solver.agent(PLANNER))
-    builder.add_node(HELPER, solver.agent(HELPER))
+    after: dict[str, str] = {}
+    memory = solver.memory() if arm.intrinsic else None
+    for agent in AGENTS:
+        if memory is None:
+            builder.add_node(agent, solver.agent(agent))
+            after[agent] = agent
+        else:  # the agent, then its memory step, which the edges below leave from
+            after[agent] = add_intrinsic_memory(
+                builder,
+                agent,
+                solver.agent(agent),
+                memory,
+                token_budget=solver.settings.token_budget,
+                role=role_text(agent),
+                usage_key="usage",
+            )
     builder.add_edge(START, "setup")
     builder.add_edge("setup", PLANNER)
     summarizing = [SUMMARIZER] if arm.name == "summary" else []
     builder.add_conditional_edges(
-        PLANNER, solver.after_planner, [PLANNER, HELPER, *summarizing, END]
+        after[PLANNER], solver.after_planner, [PLANNER, HELPER, *summarizing, END]
     )
-    builder.add_conditional_edges(HELPER, solver.after_step, [PLANNER, *summarizing, END])
+    builder.add_conditional_edges(after[HELPER], solver.after_step, [PLANNER, *summarizing, END])
     if summarizing:
         builder.add_node(SUMMARIZER, solver.summarize)
         builder.add_edge(SUMMARIZER, PLANNER)
-    if arm.intrinsic:
-        for agent in AGENTS:
-            add_intrinsic_memory(
-                builder,
-                agent,
-                solver.memory(agent),
-                budget=solver.settings.budget,
-                role=role_text(agent),
-                usage_key="usage",
-            )
     return builder

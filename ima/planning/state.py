@@ -5,6 +5,7 @@ from __future__ import annotations
 import operator
 from typing import Annotated, NotRequired
 
+from intrinsic_memory import MemoryChannel
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
@@ -44,13 +45,13 @@ class Summary(TypedDict):
 
 class EpisodeState(TypedDict, total=False):
     """The episode's state: the conversation the agents read, the steps, the usage of
-    every model call per agent and kind, and what the arm keeps (templates, summaries);
-    intrinsic arms add each agent's memory (`intrinsic_memory`)."""
+    every model call per agent and kind, and what the arm keeps: each agent's memory
+    (intrinsic arms; in the llm arm with the template it wrote), or summaries."""
 
     messages: Annotated[list[AnyMessage], add_messages]
     steps: Annotated[list[Step], operator.add]
     usage: Annotated[dict[str, dict[str, CallUsage]], add_usage]
-    templates: dict[str, str]  # intrinsic-llm: the template each agent wrote
+    intrinsic_memory: MemoryChannel  # intrinsic arms: each agent's memory (and template)
     proposal: str  # the stuck planner's repeated action, for the helper ("" when none)
     summaries: NotRequired[Annotated[list[Summary], operator.add]]
     summary_messages: int  # messages the latest summary covers

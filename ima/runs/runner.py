@@ -19,8 +19,7 @@ from ima.core.errors import UserError
 from ima.core.settings import MEMORY_MODES, RunContext
 from ima.graph.builder import compile_graph
 from ima.longterm import check_settings
-from ima.method.agent_context import build_turn_prompt
-from ima.method.schedule import initial_position
+from ima.method.agent_context import check_budget
 from ima.models import agent_model, memory_model
 from ima.runs import leases
 from ima.runs.checkpoints import compact_thread, compact_while_running
@@ -34,32 +33,12 @@ from ima.tasks import Task, load_task
 Listener = Callable[[str, dict[str, Any]], None]
 
 
-def minimum_budget(task: Task, brief: str, settings: RunContext) -> int:
-    """Tokens of the largest fixed context (task, role, instructions) any agent needs."""
-    state: dict[str, Any] = {
-        "brief": brief,
-        "transcript": [],
-        "memories": {r: {"text": ""} for r in task.speakers},
-        **initial_position(task.schedule),
-    }
-    probe = settings.with_values(token_budget=10**9)
-    return max(build_turn_prompt(task, r, state, probe, True).tokens for r in task.speakers)
-
-
 def validate_settings(task: Task, memory_mode: str, settings: RunContext, brief: str) -> None:
     if memory_mode not in MEMORY_MODES:
         raise UserError(f"unknown memory mode {memory_mode!r}: use intrinsic or none")
     if settings.template == "manual" and not task.manual_template.strip():
         raise UserError(f"task {task.id} has no manual_template: use --template generic or llm")
-    needed = minimum_budget(task, brief, settings)
-    if memory_mode == "intrinsic":  # every context reserves the whole memory: never cut
-        needed += settings.memory_tokens + (settings.long_term_budget if settings.long_term else 0)
-    if settings.token_budget < needed:
-        raise UserError(
-            f"token budget {settings.token_budget} is smaller than the task description, role "
-            f"prompt and memory ({needed} tokens): raise --budget to at least {needed + 256}"
-            + (" or lower --memory-tokens" if memory_mode == "intrinsic" else "")
-        )
+    check_budget(task, brief, settings, memory_mode == "intrinsic")
     check_settings(settings)  # a bad principal or policy file fails before a run exists
     agent_model(settings)  # a bad model spec fails before a run exists
     memory_model(settings)

@@ -13,9 +13,12 @@ from typing import Any
 
 import jsonschema
 import yaml
+from intrinsic_memory import MemoryTemplate, Phase, Schedule
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ima.core.errors import UserError
+
+__all__ = ["KeyFigure", "Phase", "Requirement", "Role", "Schedule", "Task", "load_task"]
 
 TASKS_DIR = Path(__file__).parent
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C parser when libyaml is there
@@ -26,38 +29,6 @@ class Role(BaseModel):
     id: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_]*$")
     name: str
     description: str
-
-
-class Phase(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    name: str
-    rounds: int = Field(ge=1)
-    instruction: str = ""
-
-
-class Schedule(BaseModel):
-    """The paper's Algorithm 2, generalised: a facilitator between workers, a fixed
-    sequence of agents after each full round, and a finaliser that writes the output."""
-
-    model_config = ConfigDict(extra="forbid")
-    facilitator: str
-    workers: list[str] = Field(min_length=1)
-    after_round: list[str] = []
-    finalizer: str
-    phases: list[Phase] = Field(min_length=1)
-
-    @model_validator(mode="after")
-    def _phase_names_are_unique(self) -> Schedule:
-        names = [p.name for p in self.phases]
-        if len(set(names)) != len(names):
-            raise ValueError(f"phase names must be unique: {', '.join(names)}")
-        return self
-
-    @property
-    def voting_phase(self) -> str:
-        """The phase in which every voter says ACCEPT or REJECT: the last one (it ends the
-        discussion; when all accept, the facilitator says FINALIZE)."""
-        return self.phases[-1].name
 
 
 class Requirement(BaseModel):
@@ -135,8 +106,8 @@ class Task(BaseModel):
         for name in [s.facilitator, s.finalizer, *s.workers, *s.after_round]:
             if name not in ids:
                 raise ValueError(f"schedule names unknown role {name!r} (roles: {', '.join(ids)})")
-        if s.finalizer in s.workers or s.finalizer in s.after_round or s.finalizer == s.facilitator:
-            raise ValueError(f"finalizer {s.finalizer!r} must not also speak in the discussion")
+        if self.manual_template.strip():
+            MemoryTemplate.of(self.manual_template, kind="manual")  # headings, or a clear error
         try:
             jsonschema.Draft202012Validator.check_schema(self.output_schema)
         except jsonschema.SchemaError as exc:
@@ -152,8 +123,7 @@ class Task(BaseModel):
     @property
     def speakers(self) -> list[str]:
         """Roles that take part in the discussion, in first-appearance order."""
-        s = self.schedule
-        return list(dict.fromkeys([s.facilitator, *s.workers, *s.after_round]))
+        return self.schedule.speakers
 
     def role(self, role_id: str) -> Role:
         return next(r for r in self.roles if r.id == role_id)

@@ -146,8 +146,8 @@ class MemoryTimeline:
 
     @property
     def template(self) -> str:
-        if self.final and self.final.get("template"):
-            return str(self.final["template"])
+        if self.final and self.final.get("kind"):
+            return str(self.final["kind"])
         return self.versions[-1].template if self.versions else ""
 
 

@@ -122,7 +122,11 @@ def episode_row(
         "episode": {
             "steps": steps,
             "summaries": list(values.get("summaries") or []),
-            "templates": dict(values.get("templates") or {}),
+            "templates": {
+                agent: record["template"]
+                for agent, record in (values.get("intrinsic_memory") or {}).items()
+                if record.get("template")
+            },
             "memories": {agent: record["text"] for agent, record in memories.items()},
         },
         "finished_at": datetime.now().isoformat(timespec="seconds"),

@@ -106,7 +106,10 @@ def plan_from_config(config: dict[str, Any]) -> BenchPlan:
         seeds=config["seeds"],
         base_seed=config["base_seed"],
         temperature=config["temperature"],
-        settings=SolverSettings(**config["settings"]),
+        # benchmarks begun before the budget's rename keep their settings
+        settings=SolverSettings(
+            **{("token_budget" if k == "budget" else k): v for k, v in config["settings"].items()}
+        ),
         call_timeout=config.get("call_timeout", 600.0),
         command=config.get("command", ""),
     )

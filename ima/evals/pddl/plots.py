@@ -4,22 +4,20 @@ published rewards marked beside ours, and tokens per problem per arm."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from ima.core.files import atomic_writer
 from ima.evals.plots import _pyplot
-
-if TYPE_CHECKING:
-    from ima.evals.pddl.report import ArmSummary
 
 OURS = "#e39b3c"
 PAPER = "#4f6fad"
 
 
-def reward_plot(summaries: list[ArmSummary], model: str, path: Path) -> Path:
-    from ima.evals.pddl.report import PUBLISHED
-
+def reward_plot(summaries: Sequence[Any], model: str, path: Path, published: Sequence[Any]) -> Path:
+    """The figure of `summaries` (the report's ArmSummary rows) beside the `published`
+    rewards (model, arm, reward), written to `path`."""
     plt = _pyplot()
     arms = [s.arm for s in summaries]
     fig, (left, right) = plt.subplots(
@@ -41,7 +39,7 @@ def reward_plot(summaries: list[ArmSummary], model: str, path: Path) -> Path:
     for model_name, marker in markers.items():
         points = [
             (arms.index(p.arm) + 0.3, p.reward)
-            for p in PUBLISHED
+            for p in published
             if p.model == model_name and p.arm in arms
         ]
         if points:

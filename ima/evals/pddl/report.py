@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ima.core.files import write_text_atomic
+from ima.evals.pddl.plots import reward_plot
 from ima.planning import ARMS
 from ima.view.episode import write_episode
 
@@ -149,7 +150,7 @@ def markdown(rows: list[dict[str, Any]], config: dict[str, Any]) -> str:
         "# PDDL planning benchmark",
         "",
         f"Model `{model}` at temperature {config.get('temperature')}; step limit "
-        f"{settings.get('step_limit')}, token budget {settings.get('budget')}, memory "
+        f"{settings.get('step_limit')}, token budget {settings.get('token_budget', settings.get('budget'))}, memory "
         f"{settings.get('memory_tokens')} tokens ({settings.get('memory_update')}), summary every "
         f"{settings.get('summary_every')} steps; {len(rows)} episodes.",
         "",
@@ -196,11 +197,9 @@ def markdown(rows: list[dict[str, Any]], config: dict[str, Any]) -> str:
 
 def write_report(directory: Path, rows: list[dict[str, Any]], config: dict[str, Any]) -> dict:
     """report.md, the plot and one page per episode in `directory`; what was written."""
-    from ima.evals.pddl.plots import reward_plot
-
     directory.mkdir(parents=True, exist_ok=True)
     pages = [write_episode(row, directory / episode_page(row)) for row in rows]
-    plot = reward_plot(summarize(rows), config.get("model", "?"), directory / PLOT_FILE)
+    plot = reward_plot(summarize(rows), config.get("model", "?"), directory / PLOT_FILE, PUBLISHED)
     report = directory / REPORT_FILE
     write_text_atomic(report, markdown(rows, config))
     return {"report": report, "plot": plot, "pages": pages}

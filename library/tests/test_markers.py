@@ -1,8 +1,7 @@
 """Votes and FINALIZE parsed tolerantly from what small models actually write."""
 
 import pytest
-
-from ima.method.votes import parse_flags, parse_vote
+from intrinsic_memory.schedule import parse_flags, parse_vote
 
 
 @pytest.mark.parametrize(

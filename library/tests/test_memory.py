@@ -7,14 +7,16 @@ import asyncio
 import json
 
 import pytest
+from intrinsic_memory import IntrinsicMemory, MemoryTemplate
+from intrinsic_memory.memory import Memory, rewrite_schema
+from intrinsic_memory.tokens import count_tokens
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage
 
-from ima.core.tokens import count_tokens
-from ima.method.memory import Memory, MemoryTemplate, rewrite_schema
-from ima.method.memory_update import IntrinsicMemory, generic_template
-from ima.tasks import load_task
-
+BRIEF = """A fleet of 200 test vehicles records 50 GB/h each, 80 TB/day in all; each vehicle
+keeps 4 TB on its onboard SSD and uploads about 60 GB per day over depot Wi-Fi, 12 TB/day for
+the fleet. Safety events must reach the dashboard within 5 minutes, uploaded data must be
+searchable within 12 hours, and the platform must stay within USD 45,000 a month."""
 TEMPLATE = "## Requirements\n- <requirement with its figure>\n## Decisions\n- <decision>"
 
 
@@ -45,13 +47,13 @@ def test_a_template_is_its_markdown_sections_and_a_title_heading_is_not_one():
 
 
 def test_a_memory_renders_to_markdown_and_reads_back_the_same():
-    memory = Memory(generic_template(), ((), (), ("80 TB/day raw",), (), (), (), ("use S3",)))
+    memory = Memory(MemoryTemplate.generic(), ((), (), ("80 TB/day raw",), (), (), (), ("use S3",)))
     text = memory.render()
     assert text == (
         "## Key requirements and constraints\n- 80 TB/day raw\n"
         "## Decisions and current status\n- use S3"
     )
-    assert Memory.parse(text, generic_template()) == memory
+    assert Memory.parse(text, MemoryTemplate.generic()) == memory
 
 
 def test_an_over_long_rewrite_is_stored_within_budget_in_whole_notes():
@@ -61,7 +63,7 @@ def test_an_over_long_rewrite_is_stored_within_budget_in_whole_notes():
         "requirements": [f"Batch {i}: {sentence * 6}" for i in range(12)],
         "decisions": [f"decision {i}" for i in range(9)],
     }
-    memory = manager(reply(json.dumps(answer)), tokens=96)
+    memory = manager(reply(json.dumps(answer)), memory_tokens=96)
     result = memory.update("", "my turn")
     assert count_tokens(result.text) <= 96
     limits = memory.limits
@@ -82,7 +84,7 @@ def test_an_over_long_rewrite_is_stored_within_budget_in_whole_notes():
 )
 def test_an_answer_cut_at_the_cap_keeps_its_complete_sections_and_carries_the_rest(answer):
     previous = "## Requirements\n- old requirement\n## Decisions\n- keep the old decision"
-    result = manager(reply(answer, cut=True)).update(previous, "my turn")
+    result = manager(reply(answer, cut=True), mode="rewrite").update(previous, "my turn")
     assert result.cut_off
     assert (
         result.text
@@ -92,7 +94,7 @@ def test_an_answer_cut_at_the_cap_keeps_its_complete_sections_and_carries_the_re
 
 
 def test_an_answer_at_its_output_cap_counts_as_cut_off_even_without_a_finish_reason():
-    memory = manager(tokens=64)
+    memory = manager(memory_tokens=64, mode="rewrite")
     at_cap = AIMessage(
         '{"requirements": ["a"], "decisions": ["b"',
         usage_metadata={
@@ -120,7 +122,7 @@ def test_edits_add_replace_and_remove_by_the_numbers_shown():
             {"in": "decisions", "remove": 2},
         ]
     }
-    memory = manager(reply(json.dumps(edits)), mode="edit", tokens=256)
+    memory = manager(reply(json.dumps(edits)), mode="edit", memory_tokens=256)
     previous = "## Requirements\n- 80 TB/day\n## Decisions\n- storage: undecided\n- use HDFS"
     shown = memory.messages(previous, "turn")[-1].content
     assert "- [decisions] Decisions: <decision>\n\n" in shown  # before the memory: cacheable
@@ -170,7 +172,7 @@ def test_sections_share_the_room_and_a_full_memory_drops_the_oldest_note_of_the_
     room = Memory(memory.template, ((), ()))
     while True:  # fill one section until the next note would not fit
         grown = Memory(memory.template, (tuple(requirements[: len(room.notes[0]) + 1]), ()))
-        if grown.tokens() > memory.tokens:
+        if grown.tokens() > memory.memory_tokens:
             break
         room = grown
     assert len(room.notes[0]) > 2  # one section may take most of the room
@@ -179,13 +181,13 @@ def test_sections_share_the_room_and_a_full_memory_drops_the_oldest_note_of_the_
     dropped = result.repairs.dropped_notes
     assert decisions == (decision,) and dropped >= 1
     assert requirements_kept == room.notes[0][dropped:]  # the oldest notes of the fullest went
-    assert result.memory.tokens() <= memory.tokens
+    assert result.memory.tokens() <= memory.memory_tokens
 
 
 def test_a_rewrite_over_the_budget_keeps_the_newest_notes_of_each_section():
     notes = [{"section": "requirements", "note": f"requirement {i} is 80 TB/day"} for i in range(9)]
     notes += [{"section": "decisions", "note": f"decision {i}"} for i in range(3)]
-    result = manager(reply(json.dumps({"notes": notes})), tokens=64).update("", "turn")
+    result = manager(reply(json.dumps({"notes": notes})), memory_tokens=64).update("", "turn")
     requirements, decisions = result.memory.notes
     assert decisions == ("decision 0", "decision 1", "decision 2")
     assert len(requirements) > 3 and requirements[-1] == "requirement 8 is 80 TB/day"
@@ -212,12 +214,12 @@ def test_the_async_update_gives_what_the_sync_one_gives():
 
 
 def test_the_budget_the_prompt_asks_for_is_the_budget_the_memory_keeps():
-    memory = IntrinsicMemory(FakeMessagesListChatModel(responses=[reply("{}")]), tokens=200)
+    memory = IntrinsicMemory(FakeMessagesListChatModel(responses=[reply("{}")]), memory_tokens=200)
     prompt = memory.messages("", "turn")[-1].content
     limits = memory.limits
     assert f"At most {limits.max_notes} notes in all" in prompt
     assert f"at most {limits.note_words} words" in prompt
-    brief = " ".join(load_task("data-pipeline").description.split())
+    brief = " ".join(BRIEF.split())
     notes = [brief[i * 40 : i * 40 + limits.note_chars] for i in range(limits.max_notes)]
     keys = memory.template.keys
     full = Memory(

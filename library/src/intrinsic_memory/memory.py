@@ -6,7 +6,7 @@ JSON object per section, or Markdown headings from a backend that cannot be cons
 cleaned, and cut to the budget by whole notes. So a stored memory never ends mid-line.
 
 Edit mode's operations (add a note to a section, replace or remove note N) are applied
-here, deterministically; the prompts and the model call live in `memory_update.py`.
+here, deterministically; the prompts and the model call live in `manager.py`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ima.core.tokens import count_tokens
+from intrinsic_memory import _prompts
+from intrinsic_memory.tokens import count_tokens
 
 # Words that do not help tell sections apart in a JSON key ("My role's responsibilities"
 # becomes "role_responsibilities").
@@ -37,7 +38,7 @@ _STOP_WORDS = {
     "i",
     "must",
 }
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$", re.M)
 _BULLET = re.compile(r"^\s*(?:[-*+\u2022]|\d+[.)])\s+")
 # Characters per token of English notes (cl100k); the post-check counts real tokens.
 _CHARS_PER_TOKEN = 4
@@ -107,6 +108,29 @@ class MemoryTemplate:
             seen.add(title.lower())
             sections.append(Section(title, _slug(title, taken), " ".join(hints)))
         return cls(tuple(sections), kind)
+
+    @classmethod
+    def generic(cls) -> MemoryTemplate:
+        """The generic template: one structure for every role and task (the paper's best
+        kind): task goal, own responsibilities, requirements, own contributions, others'
+        positions, open questions, decisions."""
+        return cls.from_markdown(_prompts.load("templates/generic"), kind="generic")
+
+    @classmethod
+    def of(cls, template: MemoryTemplate | str, kind: str = "custom") -> MemoryTemplate:
+        """A template from a `MemoryTemplate`, "generic", or Markdown with one heading per
+        section; anything else is a ValueError that lists the choices."""
+        if isinstance(template, MemoryTemplate):
+            return template
+        if template == "generic":
+            return cls.generic()
+        if isinstance(template, str) and _HEADING.search(template.replace("\r", "")):
+            return cls.from_markdown(template, kind=kind)
+        given = f"{template!r}" if isinstance(template, str) else type(template).__name__
+        raise ValueError(
+            f"unknown memory template {given}: use 'generic', a MemoryTemplate, or Markdown "
+            "with one '## ' heading per section"
+        )
 
     @property
     def keys(self) -> list[str]:
@@ -525,6 +549,8 @@ def rewrite_schema(template: MemoryTemplate, limits: MemoryLimits) -> dict[str, 
     }
     notes = {"type": "array", "items": note, "minItems": 1, "maxItems": limits.max_notes}
     return {
+        "title": "memory",
+        "description": "The agent's whole working memory: notes tagged with their section.",
         "type": "object",
         "properties": {"notes": notes},
         "required": ["notes"],
@@ -555,6 +581,8 @@ def edit_schema(memory: Memory, limits: MemoryLimits, max_edits: int) -> dict[st
     # an empty list takes it every time.
     edits = {"type": "array", "items": {"anyOf": shapes}, "minItems": 1, "maxItems": max_edits}
     return {
+        "title": "memory_edits",
+        "description": "Edits to the agent's working memory.",
         "type": "object",
         "properties": {"edits": edits},
         "required": ["edits"],

@@ -5,19 +5,28 @@ subagents, a writer and a critic in one step) never overwrite each other's memor
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, NotRequired
+from typing import Annotated, Any, NotRequired
 
 from langchain.agents.middleware.types import AgentState
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from typing_extensions import TypedDict
 
 MEMORY_KEY = "intrinsic_memory"
 
 
 class AgentMemory(TypedDict):
-    """One agent's memory in the graph state: its Markdown and how often it was updated."""
+    """One agent's memory in the graph state.
+
+    `text` is its Markdown; `version` counts the updates that changed it (an empty or
+    unusable answer keeps the version); `turn` is the agent's latest own turn its memory
+    step has processed; `pending` is its latest own output, waiting for that step;
+    `template` is the Markdown of the template it keeps, when not the manager's own."""
 
     text: str
     version: int
+    turn: NotRequired[int]
+    pending: NotRequired[str]
+    template: NotRequired[str]
 
 
 def merge_memories(
@@ -28,6 +37,8 @@ def merge_memories(
 
 
 MemoryChannel = Annotated[dict[str, AgentMemory], merge_memories]
+MemoryChannel.__doc__ = """The type of a graph state's `intrinsic_memory` key: each agent's
+`AgentMemory` under its name, merged by agent (`intrinsic_memory: MemoryChannel`)."""
 
 
 class IntrinsicMemoryState(AgentState):
@@ -37,22 +48,15 @@ class IntrinsicMemoryState(AgentState):
     intrinsic_memory: NotRequired[MemoryChannel]
 
 
-def memory_of(state: Mapping[str, object], agent: str) -> AgentMemory | None:
+def memory_of(state: Mapping[str, Any], agent: str, key: str = MEMORY_KEY) -> AgentMemory | None:
     """`agent`'s memory in `state`, if it has one yet."""
-    memories = state.get(MEMORY_KEY) or {}
+    memories = state.get(key) or {}
     return memories.get(agent) if isinstance(memories, Mapping) else None
 
 
-def next_version(previous: AgentMemory | None, text: str) -> AgentMemory:
-    """The agent's next memory version, holding `text`."""
-    return AgentMemory(text=text, version=(previous["version"] if previous else 0) + 1)
-
-
-def own_output(messages: list[object]) -> str:
+def own_output(messages: list[BaseMessage]) -> str:
     """What the agent said in its latest turn: the text of its messages after the last
     human message (its answer, and any text beside its tool calls)."""
-    from langchain_core.messages import AIMessage, HumanMessage
-
     start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
     texts = [m.text for m in messages[start + 1 :] if isinstance(m, AIMessage) and m.text]
     return "\n\n".join(texts).strip()

@@ -1,6 +1,6 @@
 """Intrinsic memory for an agent made with `langchain.agents.create_agent`.
 
-    agent = create_agent(model, tools, middleware=[IntrinsicMemoryMiddleware(memory, agent="researcher", budget=2048)])
+    agent = create_agent(model, tools, middleware=[IntrinsicMemoryMiddleware(memory, agent="researcher", token_budget=2048)])
 
 Each model call of that agent sees its task, its own memory and the newest whole messages
 that fit the budget (`fit_context`); the saved transcript is unchanged. After the agent's
@@ -24,15 +24,11 @@ from langgraph.prebuilt import InjectedState
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from ima.blocks.state import (
-    MEMORY_KEY,
-    IntrinsicMemoryState,
-    memory_of,
-    next_version,
-    own_output,
-)
-from ima.method.context import TokenCounter, count_message_tokens, fit_context
-from ima.method.memory_update import IntrinsicMemory
+from intrinsic_memory.context import check_budget, fit_context
+from intrinsic_memory.manager import IntrinsicMemory
+from intrinsic_memory.nodes import amemory_step, memory_step
+from intrinsic_memory.state import MEMORY_KEY, IntrinsicMemoryState, memory_of, own_output
+from intrinsic_memory.tokens import TokenCounter, count_message_tokens
 
 
 class IntrinsicMemoryMiddleware(AgentMiddleware[IntrinsicMemoryState, Any]):
@@ -41,10 +37,15 @@ class IntrinsicMemoryMiddleware(AgentMiddleware[IntrinsicMemoryState, Any]):
     Args:
         memory: the `IntrinsicMemory` that updates this agent's memory.
         agent: the agent's name: its key in `intrinsic_memory`.
-        budget: the most tokens of each model call's context (system prompt included).
-        task: the task description; None takes the conversation's first message.
+        token_budget: the most tokens of each model call's context (system prompt included);
+            refused (ValueError) if it cannot hold the task, the memory and the newest
+            message.
+        task: the task description; None takes the conversation's first human message.
         role: the agent's role, shown to the memory update (e.g. its system prompt).
         token_counter: counts a list of messages (default: tiktoken estimate).
+
+    The newest message, or a tool call with its results, is always in the context, so a
+    tool-calling agent always sees what its tools answered.
     """
 
     state_schema = IntrinsicMemoryState
@@ -54,15 +55,20 @@ class IntrinsicMemoryMiddleware(AgentMiddleware[IntrinsicMemoryState, Any]):
         memory: IntrinsicMemory,
         *,
         agent: str,
-        budget: int,
+        token_budget: int,
         task: str | None = None,
         role: str = "",
         token_counter: TokenCounter = count_message_tokens,
     ) -> None:
         super().__init__()
+        if not isinstance(memory, IntrinsicMemory):
+            raise TypeError(f"memory must be an IntrinsicMemory, not {type(memory).__name__}")
+        if not agent or not isinstance(agent, str):
+            raise ValueError("agent must name the agent: its key in intrinsic_memory")
+        check_budget(token_budget, memory.memory_tokens, task)
         self.memory = memory
         self.agent = agent
-        self.budget = budget
+        self.token_budget = token_budget
         self.task = task
         self.role = role
         self.count = token_counter
@@ -77,7 +83,7 @@ class IntrinsicMemoryMiddleware(AgentMiddleware[IntrinsicMemoryState, Any]):
         messages = fit_context(
             request.messages,
             record["text"] if record else "",
-            budget=self.budget - (self.count(system) if system else 0),
+            token_budget=self.token_budget - (self.count(system) if system else 0),
             task=self.task,
             token_counter=self.count,
         )
@@ -93,33 +99,20 @@ class IntrinsicMemoryMiddleware(AgentMiddleware[IntrinsicMemoryState, Any]):
     ) -> ModelResponse:
         return await handler(self._fitted(request))
 
-    def _role(self) -> str:
-        return self.role or f"You are {self.agent}."
+    def _step(self, state: IntrinsicMemoryState) -> dict[str, Any]:
+        return {
+            "agent": self.agent,
+            "output": own_output(state["messages"]),
+            "role": self.role or f"You are {self.agent}.",
+        }
 
     def after_agent(self, state: IntrinsicMemoryState, runtime: Runtime) -> dict[str, Any] | None:
-        output = own_output(state["messages"])
-        if not output:
-            return None
-        record = memory_of(state, self.agent)
-        result = self.memory.update(
-            record["text"] if record else "", output, role=self._role(), metadata=self._meta()
-        )
-        return {MEMORY_KEY: {self.agent: next_version(record, result.text)}}
+        return memory_step(self.memory, state, **self._step(state))[0] or None
 
     async def aafter_agent(
         self, state: IntrinsicMemoryState, runtime: Runtime
     ) -> dict[str, Any] | None:
-        output = own_output(state["messages"])
-        if not output:
-            return None
-        record = memory_of(state, self.agent)
-        result = await self.memory.aupdate(
-            record["text"] if record else "", output, role=self._role(), metadata=self._meta()
-        )
-        return {MEMORY_KEY: {self.agent: next_version(record, result.text)}}
-
-    def _meta(self) -> dict[str, Any]:
-        return {"ima_role": self.agent}
+        return (await amemory_step(self.memory, state, **self._step(state)))[0] or None
 
 
 def subagent_tool(agent: Any, *, name: str, description: str) -> BaseTool:

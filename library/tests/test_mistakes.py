@@ -1,0 +1,187 @@
+"""A user's first mistakes fail at construction with one clear line, or cannot happen."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Annotated, Any
+
+import pytest
+from conftest import Recorder
+from intrinsic_memory import (
+    IntrinsicMemory,
+    IntrinsicMemoryMiddleware,
+    MemoryChannel,
+    add_intrinsic_memory,
+    fit_context,
+)
+from intrinsic_memory.state import AgentMemory
+from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langgraph.graph import StateGraph
+from langgraph.graph.message import add_messages
+from pydantic import Field
+from typing_extensions import TypedDict
+
+
+class State(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+    intrinsic_memory: MemoryChannel
+
+
+class NoMemoryKey(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+def node(state: dict[str, Any]) -> dict[str, Any]:
+    return {"messages": [AIMessage("ok")]}
+
+
+@pytest.mark.parametrize("budget", [40, 200])
+def test_a_budget_that_cannot_hold_the_memory_and_a_message_is_refused(budget):
+    memory = IntrinsicMemory(Recorder(), memory_tokens=192)
+    with pytest.raises(ValueError, match=r"token_budget=\d+ cannot hold the memory \(192 tokens\)"):
+        IntrinsicMemoryMiddleware(memory, agent="calc", token_budget=budget)
+    with pytest.raises(ValueError, match=r"give token_budget=(\d+) or more"):
+        add_intrinsic_memory(StateGraph(State), "agent", node, memory, token_budget=budget)
+
+
+def test_the_minimum_named_is_enough():
+    memory = IntrinsicMemory(Recorder(), memory_tokens=192)
+    with pytest.raises(ValueError) as refused:
+        IntrinsicMemoryMiddleware(memory, agent="calc", token_budget=40, task="Add numbers.")
+    least = int(str(refused.value).rsplit("token_budget=", 1)[1].split()[0])
+    IntrinsicMemoryMiddleware(memory, agent="calc", token_budget=least, task="Add numbers.")
+
+
+@pytest.mark.parametrize(
+    ("template", "error"),
+    [
+        (None, "unknown memory template NoneType: use 'generic', a MemoryTemplate, or Markdown"),
+        ("generics", "unknown memory template 'generics': use 'generic'"),
+        ("keep what matters", "unknown memory template 'keep what matters'"),
+    ],
+)
+def test_a_bad_template_is_refused_with_the_choices(template, error):
+    with pytest.raises(ValueError, match=error):
+        IntrinsicMemory(Recorder(), template)
+
+
+@pytest.mark.parametrize(
+    ("options", "error"),
+    [
+        ({"mode": "append"}, "unknown memory update mode 'append': use edit or rewrite"),
+        ({"memory_tokens": 8}, "memory_tokens=8 is too small: give 32 or more"),
+        ({"max_edits": 0}, "max_edits=0: give 1 or more"),
+    ],
+)
+def test_bad_settings_are_refused(options, error):
+    with pytest.raises(ValueError, match=error):
+        IntrinsicMemory(Recorder(), **options)
+
+
+def test_a_model_string_is_loaded_at_construction_or_refused_in_one_line():
+    with pytest.raises(ValueError, match=r"^cannot load model 'nosuchprovider:model': ") as bad:
+        IntrinsicMemory("nosuchprovider:model")
+    assert "\n" not in str(bad.value)
+    with pytest.raises(TypeError, match="a LangChain chat model or a 'provider:model' string"):
+        IntrinsicMemory(42)  # type: ignore[arg-type]
+
+
+def test_a_graph_without_a_memory_key_is_refused_with_the_fix():
+    memory = IntrinsicMemory(Recorder())
+    with pytest.raises(ValueError, match="no 'intrinsic_memory' key: add `intrinsic_memory"):
+        add_intrinsic_memory(StateGraph(NoMemoryKey), "a", node, memory, token_budget=2048)
+    with pytest.raises(ValueError, match="no 'chat' key: give the key of its messages"):
+        add_intrinsic_memory(
+            StateGraph(State), "a", node, memory, token_budget=2048, messages_key="chat"
+        )
+    with pytest.raises(ValueError, match="no 'usage' key: add it with a reducer"):
+        add_intrinsic_memory(
+            StateGraph(State), "a", node, memory, token_budget=2048, usage_key="usage"
+        )
+    with pytest.raises(TypeError, match="memory must be an IntrinsicMemory"):
+        add_intrinsic_memory(StateGraph(State), "a", node, "generic", token_budget=2048)  # type: ignore[arg-type]
+
+
+def reply(text: str) -> AIMessage:
+    usage = {"input_tokens": 50, "output_tokens": 3, "total_tokens": 53}
+    return AIMessage(text, usage_metadata=usage)
+
+
+@pytest.mark.parametrize("answer", ["", "Sure, I will remember that."])
+def test_an_empty_or_unusable_answer_keeps_the_memory_and_its_version_and_is_counted(
+    answer, caplog
+):
+    from intrinsic_memory.nodes import memory_step
+
+    model = FakeMessagesListChatModel(responses=[reply(answer)])
+    memory = IntrinsicMemory(model, "## Decisions\n- <decision>", mode="edit")
+    record = AgentMemory(text="## Decisions\n- use S3", version=4)
+    state = {"intrinsic_memory": {"dea": record}, "usage": {}}
+    with caplog.at_level(logging.WARNING, logger="intrinsic_memory"):
+        update, result = memory_step(
+            memory, state, agent="dea", output="my turn", usage_key="usage"
+        )
+    assert update["intrinsic_memory"]["dea"] == {"text": "## Decisions\n- use S3", "version": 4}
+    assert result is not None and not result.changed and result.repairs.unusable
+    assert update["usage"]["dea"]["memory_update"]["calls"] == 1  # the call still counts
+    assert "memory update unusable" in caplog.text
+
+
+class ToolCaller(BaseChatModel):
+    """A provider whose structured output is tool calling, that needs a titled schema."""
+
+    bound: list[dict[str, Any]] = Field(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "tool-caller"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        from langchain_core.utils.function_calling import convert_to_openai_tool
+
+        self.bound.extend(convert_to_openai_tool(t) for t in tools)  # refuses an untitled one
+        return self.bind(**{k: v for k, v in kwargs.items() if k == "tool_choice"})
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        name = self.bound[-1]["function"]["name"]
+        args = {"notes": [{"section": "decisions", "note": "use S3 for raw data"}]}
+        call = {"name": name, "args": args, "id": "call_1"}
+        return ChatResult(generations=[ChatGeneration(message=AIMessage("", tool_calls=[call]))])
+
+
+def test_a_tool_calling_provider_answers_memory_updates_through_its_tools(caplog):
+    model = ToolCaller()
+    memory = IntrinsicMemory(model, "## Decisions\n- <decision>", mode="rewrite")
+    with caplog.at_level(logging.WARNING, logger="intrinsic_memory"):
+        result = memory.update("", "We agreed on S3.")
+    assert result.text == "## Decisions\n- use S3 for raw data"
+    assert model.bound[-1]["function"]["name"] == "memory"
+    assert caplog.text == ""
+
+
+def test_a_model_without_json_or_tools_falls_back_to_text_and_says_so(caplog, monkeypatch):
+    from intrinsic_memory import models
+
+    monkeypatch.setattr(models, "_warned", set())  # said once per model class and process
+    answer = json.dumps({"notes": [{"section": "decisions", "note": "use S3"}]})
+    model = FakeMessagesListChatModel(responses=[reply(answer)])
+    memory = IntrinsicMemory(model, "## Decisions\n- <decision>", mode="rewrite")
+    with caplog.at_level(logging.WARNING, logger="intrinsic_memory"):
+        result = memory.update("", "We agreed on S3.")
+    assert result.text == "## Decisions\n- use S3"
+    assert "no JSON Schema mode or tool calling" in caplog.text
+
+
+def test_the_task_is_explicit_or_the_first_human_message():
+    from langchain_core.messages import HumanMessage
+
+    messages = [HumanMessage("first question"), AIMessage("answer"), HumanMessage("second")]
+    default = fit_context(messages, "", token_budget=1000)
+    assert [m.text for m in default][:1] == ["first question"]
+    given = fit_context(messages, "", token_budget=1000, task="Help with the pipeline.")
+    assert given[0].text == "Help with the pipeline." and given[-1].text == "second"
+    assert [m.text for m in given].count("first question") == 1  # history keeps it, once
