@@ -8,7 +8,7 @@ import json
 
 import pytest
 from intrinsic_memory import IntrinsicMemory, MemoryTemplate
-from intrinsic_memory.memory import Memory, rewrite_schema
+from intrinsic_memory.memory import Memory, edit_schema, rewrite_schema
 from intrinsic_memory.tokens import count_tokens
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage
@@ -114,7 +114,9 @@ def test_an_unusable_rewrite_leaves_the_memory_as_it_was():
     assert result.text == previous and result.repairs.unusable
 
 
-def test_edits_add_replace_and_remove_by_the_numbers_shown():
+def test_edits_add_and_replace_by_the_numbers_shown_and_nothing_is_removed_by_name():
+    """A removal is not offered (LangMem's default): a small model given one empties its
+    memory; a full memory makes room by the budget rule instead."""
     edits = {
         "edits": [
             {"to": "requirements", "add": "latency under 5 minutes"},
@@ -129,9 +131,12 @@ def test_edits_add_replace_and_remove_by_the_numbers_shown():
     assert "## Decisions [decisions]\n1. storage: undecided\n2. use HDFS" in shown
     result = memory.update(previous, "turn")
     assert result.text == (
-        "## Requirements\n- 80 TB/day\n- latency under 5 minutes\n## Decisions\n- object storage: S3"
+        "## Requirements\n- 80 TB/day\n- latency under 5 minutes\n"
+        "## Decisions\n- object storage: S3\n- use HDFS"
     )
-    assert result.repairs.malformed_edits == 0
+    assert result.repairs.malformed_edits == 1  # the removal
+    schema = json.dumps(edit_schema(memory.read(previous), memory.limits, 3))
+    assert '"remove"' not in schema and "remove" not in shown
 
 
 def test_edit_mode_writes_an_empty_memory_whole_then_edits_it():

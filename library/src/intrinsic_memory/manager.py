@@ -7,7 +7,7 @@ caller's business (`memory_node`, the middleware, or your own code).
 
 Two ways to update, comparable as an ablation:
 - edit (the default): the model answers with a few operations on its memory (add a note to
-  a section, replace or remove note N), applied deterministically; it writes far fewer
+  a section, replace note N), applied deterministically; it writes far fewer
   tokens. An empty memory has nothing to edit: the first update writes it whole.
 - rewrite (the paper): the model writes the whole memory again, as notes tagged with their
   template section.

@@ -5,8 +5,9 @@ A memory update never writes free text into a slot: its answer is read into sect
 JSON object per section, or Markdown headings from a backend that cannot be constrained),
 cleaned, and cut to the budget by whole notes. So a stored memory never ends mid-line.
 
-Edit mode's operations (add a note to a section, replace or remove note N) are applied
-here, deterministically; the prompts and the model call live in `manager.py`.
+Edit mode's operations (add a note to a section, replace note N) are applied here,
+deterministically; nothing is removed by name: when the memory is full, the budget rule
+makes room (`bound`); the prompts and the model call live in `manager.py`.
 """
 
 from __future__ import annotations
@@ -446,20 +447,21 @@ def read_rewrite(
 
 @dataclass(frozen=True)
 class Edit:
-    """One operation on a memory: add a note to a section, or replace / remove note N."""
+    """One operation on a memory: add a note to a section, or replace note N."""
 
-    op: str  # add | replace | remove
+    op: str  # add | replace
     section: int
-    note: int = 0  # 1-based, for replace and remove
+    note: int = 0  # 1-based, for replace
     text: str = ""
 
 
 def parse_edits(answer: str, template: MemoryTemplate, repairs: Repairs) -> list[Edit] | None:
     """Edit operations in an answer `{"edits": [...]}`; None when it is not such an object.
 
-    Each operation is `{"to": KEY, "add": TEXT}`, `{"in": KEY, "replace": N, "with": TEXT}`
-    or `{"in": KEY, "remove": N}`; anything else (unknown fields, another agent's name, a
-    section the template lacks) is counted as malformed and ignored.
+    Each operation is `{"to": KEY, "add": TEXT}` or `{"in": KEY, "replace": N, "with": TEXT}`;
+    anything else (a removal, unknown fields, another agent's name, a section the template
+    lacks) is counted as malformed and ignored. There is no removal (LangMem's default too):
+    a small model offered one empties its memory, and a full memory makes room by itself.
     """
     keys = {s.key: i for i, s in enumerate(template.sections)}
     titles = {s.title.lower(): i for i, s in enumerate(template.sections)}
@@ -500,9 +502,6 @@ def _edit(item: Any, keys: Mapping[str, int], titles: Mapping[str, int]) -> Edit
     if shape == {"in", "replace", "with"} and isinstance(item["with"], str):
         index, note = section(item["in"]), number(item["replace"])
         return None if index is None or note is None else Edit("replace", index, note, item["with"])
-    if shape == {"in", "remove"}:
-        index, note = section(item["in"]), number(item["remove"])
-        return None if index is None or note is None else Edit("remove", index, note)
     return None
 
 
@@ -518,14 +517,12 @@ def apply_edits(memory: Memory, edits: Sequence[Edit], repairs: Repairs) -> Memo
                 added[edit.section].append(edit.text)
             else:
                 repairs.malformed_edits += 1
-        elif edit.note not in current or (edit.op == "replace" and not edit.text.strip()):
+        elif edit.note not in current or not edit.text.strip():
             repairs.malformed_edits += 1
-        elif edit.op == "replace":
+        else:
             sections[edit.section] = [
                 (n, edit.text if n == edit.note else t) for n, t in sections[edit.section]
             ]
-        else:
-            sections[edit.section] = [(n, t) for n, t in sections[edit.section] if n != edit.note]
     notes = tuple(
         tuple([t for _, t in kept] + new) for kept, new in zip(sections, added, strict=True)
     )
@@ -560,7 +557,7 @@ def rewrite_schema(template: MemoryTemplate, limits: MemoryLimits) -> dict[str, 
 
 def edit_schema(memory: Memory, limits: MemoryLimits, max_edits: int) -> dict[str, Any]:
     """JSON Schema of an edit answer: 1 to `max_edits` bounded operations, a replace or
-    remove only of a note that exists (a constraining backend cannot point nowhere)."""
+    only of a note that exists (a constraining backend cannot point nowhere)."""
     text = {"type": "string", "minLength": 1, "maxLength": limits.note_chars}
 
     def shape(**properties: Any) -> dict[str, Any]:
@@ -576,7 +573,6 @@ def edit_schema(memory: Memory, limits: MemoryLimits, max_edits: int) -> dict[st
         if notes:
             number = {"type": "integer", "minimum": 1, "maximum": len(notes)}
             shapes.append(shape(**{"in": {"const": key}, "replace": number, "with": text}))
-            shapes.append(shape(**{"in": {"const": key}, "remove": number}))
     # At least one: an agent's own turn always adds something, and a small model offered
     # an empty list takes it every time.
     edits = {"type": "array", "items": {"anyOf": shapes}, "minItems": 1, "maxItems": max_edits}
