@@ -80,9 +80,16 @@ def test_retention_over_a_run_weighs_each_agent_the_same_and_skips_the_start(tas
     assert ia["end"] == ia["over_run"] == pytest.approx(1 / 36)
     assert summary["end"] == pytest.approx((2 / 36 + 1 / 36) / 2)
     assert summary["over_run"] == pytest.approx((1 / 36 + 1 / 36) / 2)
+    # Own items: the volumes are DEA's (23 items), availability is IA's (18).
+    assert dea["own_end"] == pytest.approx(2 / 23) and dea["own_over_run"] == pytest.approx(1 / 23)
+    assert [v["own_held"] for v in dea["versions"]] == [[], ["recorded", "uploaded"]]
+    assert ia["own_end"] == pytest.approx(1 / 18)
+    assert summary["own_end"] == pytest.approx((2 / 23 + 1 / 18) / 2)
     assert retention_summary({}) == {
         "end": None,
         "over_run": None,
+        "own_end": None,
+        "own_over_run": None,
         "parroting": None,
         "items": None,
         "agents": {},
