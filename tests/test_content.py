@@ -170,6 +170,7 @@ def test_without_a_transcript_only_the_design_is_measured(task: Task):
     design = task.description  # a design that restates the brief word for word
     metrics = content_metrics(task, design=design, spec=None, turns=None)
     assert metrics["parroting"]["turns"] is None and metrics["parroting"]["design"] is None
+    assert metrics["in_view"] is None  # no transcript: nothing to say what prompts held
     assert metrics["parroting"]["design_from_prompt"] == 1.0
     assert metrics["grounding"]["design"] == 1.0
 
@@ -189,8 +190,10 @@ def test_state_content_and_summary_for_ima_show(task: Task, run_graph):
         "parroting_turns_pct",
         "parroting_design_pct",
         "repetition_turns_pct",
+        "in_view_last_turn_pct",
     }
     assert 0 <= summary["parroting_turns_pct"] <= 100
+    assert 0 <= summary["in_view_last_turn_pct"] <= 100
 
 
 def test_unknown_task_reference_is_a_user_error():

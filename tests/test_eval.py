@@ -76,6 +76,8 @@ def test_two_pair_eval_writes_store_report_and_plots(ima_eval, tmp_path, task):
         )
         kinds = set(row["usage"]["by_kind"])
         assert ("memory_update" in kinds) == (row["condition"]["memory_mode"] == "intrinsic")
+        in_view = row["content"]["in_view"]  # both systems: memory and turns, or turns alone
+        assert in_view == run_record["in_view_last_turn"] and in_view["mean"] is not None
 
     config = json.loads((out / "config.json").read_text())
     assert config["judge"]["model"] == "scripted" and config["settings"]["turn_cap"] == 8
@@ -84,6 +86,8 @@ def test_two_pair_eval_writes_store_report_and_plots(ima_eval, tmp_path, task):
         "Token ratio intrinsic/baseline",
         "p (rank-sum)",
         "Requirement coverage, evidence (%)",
+        "Own items in view at the last turn (%)",
+        "Memory retention of own items at the end (%)",
         "Cost-effectiveness",
         "data-pipeline-intrinsic-generic-b2048-s1",
         "| turn_cap |",
@@ -125,6 +129,10 @@ def test_report_only_reanalyses_without_running(ima_eval, tmp_path, monkeypatch)
     )
     (out / "report.md").unlink()
     (out / "judge_scores.png").unlink()
+    older = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    for row in older:  # stored before "in view at the last turn" existed
+        del row["content"]["in_view"]
+    (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in older))
 
     def no_runs(*args, **kwargs):
         raise AssertionError("--report-only must not run anything")
@@ -135,6 +143,10 @@ def test_report_only_reanalyses_without_running(ima_eval, tmp_path, monkeypatch)
     result = ima_eval("--report-only", str(out))
     assert result.exit_code == 0, result.output
     assert (out / "report.md").exists() and (out / "judge_scores.png").exists()
+    in_view = md_table((out / "report.md").read_text(), "Metric")[
+        "Own items in view at the last turn (%)"
+    ]
+    assert in_view["n (B/I)"] == "2/2"  # measured again from the runs' checkpoints
     from ima.cli import evaluate
 
     monkeypatch.setattr(evaluate.console, "width", 60)  # a narrow terminal wraps, never cuts

@@ -4,6 +4,7 @@ as a user sees them (run.json, `ima show`, the run's page, the eval report's row
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from langchain_core.messages import AIMessage
@@ -80,9 +81,16 @@ def test_retention_over_a_run_weighs_each_agent_the_same_and_skips_the_start(tas
     assert ia["end"] == ia["over_run"] == pytest.approx(1 / 36)
     assert summary["end"] == pytest.approx((2 / 36 + 1 / 36) / 2)
     assert summary["over_run"] == pytest.approx((1 / 36 + 1 / 36) / 2)
+    # Own items: the volumes are DEA's (23 items), availability is IA's (18).
+    assert dea["own_end"] == pytest.approx(2 / 23) and dea["own_over_run"] == pytest.approx(1 / 23)
+    assert [v["own_held"] for v in dea["versions"]] == [[], ["recorded", "uploaded"]]
+    assert ia["own_end"] == pytest.approx(1 / 18)
+    assert summary["own_end"] == pytest.approx((2 / 23 + 1 / 18) / 2)
     assert retention_summary({}) == {
         "end": None,
         "over_run": None,
+        "own_end": None,
+        "own_over_run": None,
         "parroting": None,
         "items": None,
         "agents": {},
@@ -167,7 +175,15 @@ def test_repairs_and_retention_reach_run_json_show_and_the_view(repaired_run, ta
     assert "answers cut off at the output cap" in repairs  # edit mode: in first writes
     assert ("malformed edits ignored" in repairs) == (mode == "edit")
     assert "key items" in page and "repaired:" in page
+    # Own items beside all: a chart, each agent's header and each version's count.
+    assert 'id="own-retention-chart"' in page and "own items (23)" in page
+    assert re.search(r">\d+/23 own</span>", page) and re.search(r">\d+/36 own</span>", page)
     assert 'id="retention-chart"' not in render_view(record, values)  # no task: no retention
+    everyone = task.model_copy(
+        update={"roles": [r.model_copy(update={"owns": None}) for r in task.roles]}
+    )
+    plain = render_view(record, values, everyone)  # own items are all items: no second chart
+    assert 'id="retention-chart"' in plain and 'id="own-retention-chart"' not in plain
 
 
 def test_ima_show_gives_retention_per_agent_and_the_runs_repairs(cli):

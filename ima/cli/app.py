@@ -417,20 +417,24 @@ def show(
     as_json: JsonOpt = False,
 ) -> None:
     """Print a run's transcript, every agent's memory, token usage, memory retention per
-    agent (key figures and requirements each version holds) and repairs, content metrics
-    (figures of the brief the design states, parroting, repetition) and status."""
+    agent (key figures and requirements each version holds, all and the role's own) and
+    repairs, the own items each agent's last turn had in view, content metrics (figures of
+    the brief the design states, parroting, repetition) and status."""
     record, path = _registered(thread, db)
     values = load_state(record, path)
     task = load_task(record.task_ref)
-    content = content_summary(state_content(task, values))
+    metrics = state_content(task, values)
+    content = content_summary(metrics)
     memory = memory_report(task, values)
     if as_json:
-        extra = {"content": content, "memory": memory}
+        extra = {"content": content, "memory": memory, "in_view_last_turn": metrics["in_view"]}
         print(json.dumps(display.show_json(record, values) | extra, indent=2))
     else:
         console.print(display.show_view(record, values))
         if memory["repairs"]["updates"]:
             console.print(display.memory_table(memory))
+        if metrics["in_view"]["agents"]:
+            console.print(display.in_view_table(metrics["in_view"]))
         console.print(display.content_table(content))
 
 
@@ -462,7 +466,7 @@ def view_run(
     target = out or Path(record.out_dir) / "view.html"
     if out is None:
         target.parent.mkdir(parents=True, exist_ok=True)
-    write_view(run_record(record, values) | {"roles": roles}, values, target, task)
+    write_view(run_record(record, values, task) | {"roles": roles}, values, target, task)
     console.print(Text(f"view: {target}"))
     if open_browser and not webbrowser.open(target.resolve().as_uri()):
         err.print(Text(f"no web browser found: open {target} yourself"))

@@ -308,6 +308,7 @@ CONTENT_ROWS = {
     "earlier turns (%)",
     "parroting_design_pct": "parroting in the final design (%)",
     "repetition_turns_pct": "repetition: share of a turn repeating the agent's earlier turns (%)",
+    "in_view_last_turn_pct": "own key items in view at each agent's last turn, mean (%)",
 }
 
 
@@ -328,36 +329,71 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.0f}%"
 
 
+def _series(versions: list[dict[str, Any]], key: str) -> str:
+    return " ".join(_pct(v.get(key)).rstrip("%") for v in versions) + " %"
+
+
 def memory_table(report: dict[str, Any]) -> Table:
     """Per agent: retention of the task's key figures and requirements after each of its
-    memory updates, at the end and over the run, and parroting of the memory prompt; the
-    run's repairs in the caption."""
+    memory updates, at the end and over the run, of all of them and of those its role owns,
+    and parroting of the memory prompt; the run's repairs in the caption."""
     retention = report["retention"]
     items = retention.get("items")
     table = Table(
         title=f"Memory retention: share of the task's {items or 0} key figures and "
-        "requirements each memory holds (no model involved)",
+        "requirements each memory holds, and of its role's own (no model involved)",
         caption=repairs_line(report["repairs"]),
     )
-    for col in ("agent", "after each update", "end", "over the run", "parroting"):
-        table.add_column(col, justify="left" if col in ("agent", "after each update") else "right")
+    columns = ("agent", "own items", "after each update", "end", "own end")
+    for col in (*columns, "over the run", "own over the run", "parroting"):
+        table.add_column(col, justify="left" if col in ("agent", columns[2]) else "right")
     for role, agent in retention["agents"].items():
-        series = " ".join(_pct(v["retention"]).rstrip("%") for v in agent["versions"])
+        versions = agent["versions"]
         table.add_row(
             Text(role),
-            series + " %",
+            str(len(agent.get("own_items", []))),
+            Text(f"all {_series(versions, 'retention')}\nown {_series(versions, 'own_retention')}"),
             _pct(agent["end"]),
+            _pct(agent.get("own_end")),
             _pct(agent["over_run"]),
+            _pct(agent.get("own_over_run")),
             _pct(agent["parroting"]),
         )
     table.add_row(
         "mean",
         "",
+        "",
         _pct(retention["end"]),
+        _pct(retention.get("own_end")),
         _pct(retention["over_run"]),
+        _pct(retention.get("own_over_run")),
         _pct(retention["parroting"]),
         style="bold",
     )
+    return table
+
+
+def in_view_table(in_view: dict[str, Any]) -> Table:
+    """Per agent: the share of its own key items its last turn's prompt held besides the
+    brief, in its memory and the recent turns shown (the baseline: the turns alone)."""
+    where = "its memory and the recent turns" if in_view["memory"] else "the recent turns"
+    table = Table(
+        title=f"In view at the last turn: own key items in {where} its prompt held, "
+        "besides the brief (no model involved)"
+    )
+    for col in ("agent", "last turn", "turns shown", "own items in view", "share"):
+        table.add_column(col, justify="left" if col == "agent" else "right")
+    for role, agent in in_view["agents"].items():
+        window = agent.get("window") or []
+        held = agent.get("held")
+        table.add_row(
+            Text(role),
+            str(agent["turn"]),
+            f"{window[0]}-{window[1]}" if window else "none",
+            "unknown" if held is None else f"{len(held)} of {agent['items']}",
+            _pct(agent["share"]),
+        )
+    table.add_row("mean", "", "", "", _pct(in_view["mean"]), style="bold")
     return table
 
 

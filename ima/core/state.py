@@ -58,7 +58,7 @@ class MemorySlot(AgentMemory):
 
 
 class MemoryRepairs(TypedDict):
-    """What an update's answer needed before it could be stored (see ima/method/memory.py)."""
+    """What an update's answer needed before it could be stored (see the library: intrinsic_memory/memory.py)."""
 
     carried_sections: int  # kept from the previous version: the answer was cut off
     shortened_notes: int

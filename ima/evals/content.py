@@ -14,6 +14,8 @@
   sources and every turn; `design_from_prompt` counts the brief and instructions only).
 - Repetition: the share of a turn's 8-grams that occur in the same agent's earlier turns,
   per turn (mean per run; an agent's first turn has nothing to repeat and is left out).
+- In view at the last turn: per agent, the share of its own key items its last prompt held
+  besides the brief (memory and recent turns; `ima.method.in_view`), and the mean over agents.
 
 A text shorter than 8 words has no 8-grams and no share; it is left out of the means.
 Shares count 8-gram occurrences, so a sentence said twice counts twice.
@@ -29,6 +31,7 @@ from typing import Any
 
 from ima import prompts
 from ima.core.ngrams import NGRAM, Gram, copied_share, ngram_set, ngrams
+from ima.method.in_view import in_view_at_last_turn
 from ima.method.memory_quality import memory_report
 from ima.tasks import KeyFigure, Task
 from ima.tasks.evidence import normalise, states_figure
@@ -180,11 +183,14 @@ def content_metrics(
     brief: str | None = None,
     templates: Mapping[str, str] | None = None,
     memory_log: Sequence[Mapping[str, Any]] | None = None,
+    memories: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Every content metric of one run. `turns` (the transcript: speaker and content per
     turn) may be None when it is not available: the turn metrics are then None and the
     final design is compared with the brief and instructions only. `memory_log` (every
-    memory version) gives the memory's retention and repairs; None for a run without one."""
+    memory version) gives the memory's retention and repairs; None for a run without one.
+    With the transcript, `memory_log` and `memories` (the memory slots: long-term lessons)
+    give what each agent's last turn had in view."""
     prompt_sources = ngram_set([brief or task.description, *instruction_texts(task, templates)])
     parroting: list[float | None] = []
     repetition: list[float | None] = []
@@ -213,6 +219,11 @@ def content_metrics(
             "by_agent": {a: statistics.fmean(v) for a, v in sorted(by_agent.items())},
         },
         "memory": _memory(task, memory_log, templates),
+        "in_view": None
+        if turns is None
+        else in_view_at_last_turn(
+            task, {"transcript": turns, "memory_log": memory_log, "memories": memories}
+        ),
         "ngram": NGRAM,
     }
 
@@ -220,7 +231,8 @@ def content_metrics(
 def _memory(
     task: Task, log: Sequence[Mapping[str, Any]] | None, templates: Mapping[str, str] | None
 ) -> dict[str, Any] | None:
-    """Retention (end, over the run), parroting of the memory prompt and repairs."""
+    """Retention (end, over the run; of every key item and of each agent's own), parroting
+    of the memory prompt and repairs."""
     if not log:
         return None
     report = memory_report(task, {"memory_log": log, "templates": templates})
@@ -228,6 +240,8 @@ def _memory(
     return {
         "retention_end": retention["end"],
         "retention_over_run": retention["over_run"],
+        "own_retention_end": retention["own_end"],
+        "own_retention_over_run": retention["own_over_run"],
         "parroting": retention["parroting"],
         "cut_off": repairs["cut_off"],
         "repairs": sum(v for k, v in repairs.items() if k not in ("updates", "cut_off")),
@@ -236,7 +250,8 @@ def _memory(
 
 
 def content_summary(metrics: Mapping[str, Any]) -> dict[str, Any]:
-    """A few lines for `ima show`: figures stated, parroting and repetition, rounded."""
+    """A few lines for `ima show`: figures stated, parroting, repetition and own items in
+    view at the last turn (mean over agents), rounded."""
 
     def pct(value: float | None) -> float | None:
         return None if value is None else round(100 * value, 1)
@@ -250,6 +265,7 @@ def content_summary(metrics: Mapping[str, Any]) -> dict[str, Any]:
         "parroting_turns_pct": pct(p["turns"]),
         "parroting_design_pct": pct(p["design"]),
         "repetition_turns_pct": pct(r["turns"]),
+        "in_view_last_turn_pct": pct((metrics.get("in_view") or {}).get("mean")),
     }
 
 
@@ -264,4 +280,5 @@ def state_content(task: Task, values: Mapping[str, Any]) -> dict[str, Any]:
         brief=values.get("brief"),
         templates=values.get("templates"),
         memory_log=values.get("memory_log"),
+        memories=values.get("memories"),
     )

@@ -51,14 +51,22 @@ def run_content(task: Task, out_dir: Path, values: Mapping[str, Any] | None) -> 
         brief=values.get("brief"),
         templates=values.get("templates"),
         memory_log=values.get("memory_log"),
+        memories=values.get("memories"),
     )
+
+
+def _outdated(row: dict[str, Any]) -> bool:
+    """Stored before a metric existed: no content metrics, or none of a later kind."""
+    return "content" not in row or "in_view" not in (row["content"] or {})
 
 
 def fill_content(
     directory: Path, rows: list[dict[str, Any]], task_ref: str | None
 ) -> list[dict[str, Any]]:
-    """`rows` with content metrics added where missing (nothing is written back)."""
-    missing = [r for r in rows if "content" not in r]
+    """`rows` with content metrics added where missing, and computed again for rows stored
+    before some of them existed when their checkpoint is at hand (nothing is written
+    back)."""
+    missing = [r for r in rows if _outdated(r)]
     if not missing or not task_ref:
         return rows
     try:
@@ -79,6 +87,8 @@ def fill_content(
                 values = load_state(record, db)
             except Exception:  # an unreadable checkpoint: fall back to the outputs
                 values = None
+        if "content" in row and not values:
+            continue  # what was measured then stays: without the state, less could be
         out = Path(row.get("out_dir") or "")
         if not (out / "design.md").exists():
             out = directory / RUNS_DIR / row["thread_id"]

@@ -90,6 +90,7 @@ CONTENT_METRICS = (
     ("parroting_turns", "Parroting, turns (%)", "Parroting %", "parroting", "turns"),
     ("parroting_design", "Parroting, final design (%)", "Parrot. design %", "parroting", "design"),
     ("repetition_turns", "Repetition of own turns (%)", "Repetition %", "repetition", "turns"),
+    ("in_view_last_turn", "Own items in view at the last turn (%)", "In view %", "in_view", "mean"),
 )
 
 
@@ -127,6 +128,20 @@ MEMORY_METRICS = (
         "retention_over_run",
         True,
     ),
+    (
+        "memory_own_retention_end",
+        "Memory retention of own items at the end (%)",
+        "Mem. own end %",
+        "own_retention_end",
+        True,
+    ),
+    (
+        "memory_own_retention_run",
+        "Memory retention of own items over the run (%)",
+        "Mem. own run %",
+        "own_retention_over_run",
+        True,
+    ),
     ("memory_parroting", "Memory copied from its prompt (%)", "Mem. parrot %", "parroting", True),
     ("memory_cut_off", "Memory answers cut off at the cap", "Mem. cut off", "cut_off", False),
     ("memory_repairs", "Memory repairs before storing", "Mem. repairs", "repairs", False),
@@ -147,7 +162,8 @@ def _memory(key: str, percent: bool) -> Callable[[dict[str, Any]], float | None]
 
 def memory_metrics_for(rows: list[dict[str, Any]]) -> list[Metric]:
     """Memory rows, when any run kept a memory: retention of the task's key figures and
-    requirements (at the end, over the run), parroting of the memory prompt, repairs."""
+    requirements, all and each agent's own (at the end, over the run), parroting of the
+    memory prompt, repairs."""
     if not any((r.get("content") or {}).get("memory") for r in rows):
         return []
     return [

@@ -112,7 +112,8 @@ def judge_boxplot(cell: Cell, path: Path) -> str | None:
 
 
 def objective_boxplot(cell: Cell, path: Path) -> str | None:
-    """Tokens, turns, requirement coverage and the content metrics per system."""
+    """Tokens, turns, requirement coverage and the content metrics (figures stated,
+    parroting, own items in view at the last turn) per system."""
     rows = cell.baseline + cell.intrinsic
     if not rows:
         return None
@@ -127,6 +128,7 @@ def objective_boxplot(cell: Cell, path: Path) -> str | None:
         for name, title in (
             ("figures_design", "Brief figures in design (%)"),
             ("parroting_turns", "Parroting, turns (%)"),
+            ("in_view_last_turn", "Own items in view, last turn (%)"),
         )
         if _values(name, rows)
     ]
@@ -138,7 +140,7 @@ def objective_boxplot(cell: Cell, path: Path) -> str | None:
         ax.set_xticklabels(["Baseline", "Intrinsic"])
         ax.set_title(title, fontsize=10)
         ax.grid(axis="y", alpha=0.3)
-        if name in ("coverage", "figures_design", "parroting_turns"):
+        if name in ("coverage", "figures_design", "parroting_turns", "in_view_last_turn"):
             ax.set_ylim(-5, 105)
         else:
             ax.yaxis.get_major_locator().set_params(integer=True)

@@ -352,7 +352,12 @@ def markdown_report(
         "design.json, in both; conflicts: the spec's field for a figure holds another number), "
         "parroting (share of word 8-grams copied verbatim from the brief, the instructions or "
         "earlier turns; per turn, averaged per run, and for the final design) and repetition "
-        "(share of a turn's 8-grams repeating the same agent's earlier turns).",
+        "(share of a turn's 8-grams repeating the same agent's earlier turns). Own items in "
+        "view at the last turn: per agent, the share of the key figures and requirements its "
+        "role owns that its last prompt held besides the brief (its memory and the recent "
+        "turns; the baseline: the recent turns), as the mean over agents. Memory retention "
+        "(intrinsic only): the share of the key items, and of each agent's own, its memory "
+        "holds.",
         "",
     ]
     lines += _config_md(config, rows)

@@ -294,7 +294,7 @@ class Evaluation:
             record = ended.record
             values = load_state(record, self.db)
             if not (Path(record.out_dir) / "run.json").exists():
-                write_outputs(Path(record.out_dir), run_record(record, values), values)
+                write_outputs(Path(record.out_dir), run_record(record, values, self.task), values)
         if values.get("status") not in FINISHED:
             raise RuntimeError(f"run {thread} stopped with status {values.get('status')!r}")
         notify(Event("judge", run, {"thread": thread}))

@@ -5,8 +5,10 @@ and resource estimates. A backend that constrains its output is asked for them a
 object whose lists and strings are bounded (`design_schema`), so the answer is complete
 within the call's output cap (`design_tokens`); any other backend answers in Markdown with the
 three headings. Either answer is read into the same `Design` (`read_design`) and rendered to
-the same Markdown. A section the answer leaves missing or empty, or that an answer cut off at
-the output cap may have lost its end, is never shown empty: `render` marks it missing.
+the same Markdown, every list's items read by `list_items` whatever shape the model gave them
+(several in one string, numbered again, nested, empty): the design numbers or bullets each
+item once. A section the answer leaves missing or empty, or that an answer cut off at the
+output cap may have lost its end, is never shown empty: `render` marks it missing.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from ima.method.list_items import list_items
 
 __all__ = [
     "DESIGN_SECTIONS",
@@ -27,7 +31,6 @@ __all__ = [
 
 MISSING = "_Missing: the documentation step did not write this section._"
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
-_ITEM = re.compile(r"^\s*(?:[-*+\u2022]|\d+[.)])\s+")
 _FENCE = re.compile(r"^\s*```(?:json)?\s*|\s*```\s*$")
 
 
@@ -128,16 +131,24 @@ def _from_json(value: Any) -> Design:
         if index is None:
             continue
         listed = items if isinstance(items, list) else [items]
-        cleaned = [" ".join(_ITEM.sub("", str(i)).split()) for i in listed if i is not None]
-        bodies[DESIGN_SECTIONS[index].key] = _body(
-            DESIGN_SECTIONS[index], [c for c in cleaned if c]
-        )
+        bodies[DESIGN_SECTIONS[index].key] = _body(DESIGN_SECTIONS[index], list_items(listed))
     return Design(bodies)
+
+
+def _markdown_body(key: str, lines: list[str]) -> str:
+    """A section of a Markdown answer: a list's items read again and written once; a
+    paragraph (the summary) or a table kept as written."""
+    body = "\n".join(lines).strip()
+    section = next(s for s in DESIGN_SECTIONS if s.key == key)
+    if section.style == "sentences" or any(line.lstrip().startswith("|") for line in lines):
+        return body
+    return _body(section, list_items([body]))
 
 
 def read_design(text: str, *, cut_off: bool = False) -> Design:
     """The required sections in an answer: a JSON object (keys or headings as names), or
-    Markdown with the sections' headings (each body kept as written). In a Markdown answer
+    Markdown with the sections' headings (a paragraph or table kept as written, a list read
+    into its items). In a Markdown answer
     `cut_off` at the output cap the last section may have lost its end: it counts as missing."""
     body = _FENCE.sub("", text.strip())
     if body.startswith("{"):
@@ -158,4 +169,4 @@ def read_design(text: str, *, cut_off: bool = False) -> Design:
             lines_by[current].append(line.rstrip())
     if cut_off and lines_by:
         lines_by.pop(list(lines_by)[-1])
-    return Design({key: "\n".join(lines).strip() for key, lines in lines_by.items()})
+    return Design({key: _markdown_body(key, lines) for key, lines in lines_by.items()})

@@ -3,7 +3,9 @@
 - Retention: for every memory version, which of the task's key figures it states and which
   of its requirements' evidence it holds (the rule the content metrics apply to a final
   design: `ima.tasks.evidence`). A version's retention is the share of those key items
-  (figures plus requirements with evidence) that it holds.
+  (figures plus requirements with evidence) that it holds; its own-item retention is the
+  same share of the items its agent's role owns (`Task.own_items`: every item for a role
+  without `owns`).
 - Parroting of the prompt: the share of the memory's word 5-grams copied verbatim from the
   memory prompt's own instructions (the update prompt files and the agent's template); a
   memory that says "keep every requirement that still matters to your role" holds nothing.
@@ -27,7 +29,7 @@ from intrinsic_memory.manager import update_prompts
 
 from ima.core.ngrams import Gram, ngram_set, ngrams, words
 from ima.tasks import Task
-from ima.tasks.evidence import matched_keywords, normalise, states_figure
+from ima.tasks.evidence import items_held, measured_items, normalise
 
 __all__ = [
     "MEMORY_NGRAM",
@@ -105,26 +107,44 @@ class Retention:
     requirements: tuple[str, ...]  # ids of the requirements whose evidence it holds
     items: int  # key figures plus requirements with evidence
     parroting: float | None  # share copied from the memory prompt (None: too short to say)
+    own_items: tuple[str, ...] = ()  # the measured items its agent's role owns
 
     @property
     def share(self) -> float | None:
         """Key items held / key items (None for a task that lists none)."""
         return (len(self.figures) + len(self.requirements)) / self.items if self.items else None
 
+    @property
+    def own_held(self) -> tuple[str, ...]:
+        """The role's own items it holds."""
+        held = {*self.figures, *self.requirements}
+        return tuple(i for i in self.own_items if i in held)
 
-def retention(task: Task, text: str, sources: PromptText) -> Retention:
-    """The key figures and requirements `text` (a memory) holds, and its parroting."""
+    @property
+    def own_share(self) -> float | None:
+        """Own items held / own items (None for a role that owns no measured item)."""
+        return len(self.own_held) / len(self.own_items) if self.own_items else None
+
+
+def own_measured_items(task: Task, role: str | None) -> tuple[str, ...]:
+    """The measured key items `role` owns (every measured item when no role is given)."""
+    measured = measured_items(task)
+    if role is None:
+        return tuple(measured)
+    owned = set(task.own_items(role))
+    return tuple(i for i in measured if i in owned)
+
+
+def retention(task: Task, text: str, sources: PromptText, role: str | None = None) -> Retention:
+    """The key figures and requirements `text` (a memory of `role`'s agent) holds, and its
+    parroting."""
     notes = memory_notes(text)
-    normalised = normalise("\n".join(notes))
-    checked = [r for r in task.requirements if r.evidence]
-    figures = tuple(f.id for f in task.key_figures if states_figure(f, normalised))
-    requirements = tuple(
-        r.id for r in checked if all(m is not None for m in matched_keywords(r, normalised))
-    )
+    figures, requirements = items_held(task, normalise("\n".join(notes)))
     units = [sources.copied(note) for note in notes]
     total = sum(u for u, _ in units)
     parroting = sum(c for _, c in units) / total if total else None
-    return Retention(figures, requirements, len(task.key_figures) + len(checked), parroting)
+    measured = len(measured_items(task))
+    return Retention(figures, requirements, measured, parroting, own_measured_items(task, role))
 
 
 @dataclass(frozen=True)
@@ -148,8 +168,9 @@ def retention_by_agent(
     for entry in memory_log:
         if not entry.get("version"):
             continue
-        found = retention(task, str(entry.get("text", "")), sources)
-        out.setdefault(str(entry.get("role", "")), []).append(
+        role = str(entry.get("role", ""))
+        found = retention(task, str(entry.get("text", "")), sources, role)
+        out.setdefault(role, []).append(
             VersionRetention(int(entry["version"]), int(entry.get("turn", 0)), found)
         )
     return out
@@ -162,8 +183,9 @@ def _mean(values: Iterable[float | None]) -> float | None:
 
 def retention_summary(by_agent: Mapping[str, Sequence[VersionRetention]]) -> dict[str, Any]:
     """Retention at the end (each agent's last version) and over the run (each agent's mean
-    over its versions), as means over agents so that each agent weighs the same; parroting
-    as the mean over every version. Per agent, the series behind them."""
+    over its versions), of every key item and of the agent's own items (`own_`), as means
+    over agents so that each agent weighs the same; parroting as the mean over every
+    version. Per agent, the series behind them."""
     agents: dict[str, Any] = {}
     for role, versions in by_agent.items():
         if not versions:
@@ -172,6 +194,9 @@ def retention_summary(by_agent: Mapping[str, Sequence[VersionRetention]]) -> dic
         agents[role] = {
             "end": last.share,
             "over_run": _mean(v.retention.share for v in versions),
+            "own_end": last.own_share,
+            "own_over_run": _mean(v.retention.own_share for v in versions),
+            "own_items": list(last.own_items),
             "parroting": _mean(v.retention.parroting for v in versions),
             "figures_end": list(last.figures),
             "requirements_end": list(last.requirements),
@@ -180,6 +205,8 @@ def retention_summary(by_agent: Mapping[str, Sequence[VersionRetention]]) -> dic
                     "version": v.version,
                     "turn": v.turn,
                     "retention": v.retention.share,
+                    "own_retention": v.retention.own_share,
+                    "own_held": list(v.retention.own_held),
                     "figures": list(v.retention.figures),
                     "requirements": list(v.retention.requirements),
                     "parroting": v.retention.parroting,
@@ -191,6 +218,8 @@ def retention_summary(by_agent: Mapping[str, Sequence[VersionRetention]]) -> dic
     return {
         "end": _mean(a["end"] for a in agents.values()),
         "over_run": _mean(a["over_run"] for a in agents.values()),
+        "own_end": _mean(a["own_end"] for a in agents.values()),
+        "own_over_run": _mean(a["own_over_run"] for a in agents.values()),
         "parroting": _mean(v.retention.parroting for v in every),
         "items": every[0].retention.items if every else None,
         "agents": agents,

@@ -10,7 +10,9 @@ from typing import Any
 from ima.core.errors import UserError
 from ima.core.files import write_text_atomic
 from ima.core.state import CallUsage
+from ima.method.in_view import in_view_at_last_turn
 from ima.method.memory_quality import repair_totals
+from ima.tasks import Task
 
 
 class OutputsNotWritten(Exception):
@@ -51,9 +53,11 @@ def usage_totals(usage: dict[str, dict[str, CallUsage]]) -> dict[str, Any]:
     return {"total": total, "by_kind": by_kind, "by_agent": by_agent, "by_agent_and_kind": usage}
 
 
-def run_record(record: Any, values: dict[str, Any]) -> dict[str, Any]:
-    """The reproducibility record: settings, task version, usage, turns, time, status."""
+def run_record(record: Any, values: dict[str, Any], task: Task | None = None) -> dict[str, Any]:
+    """The reproducibility record: settings, task version, usage, turns, time, status; with
+    the run's `task`, what each agent's last turn had in view of its own key items."""
     final = values.get("final") or {}
+    seen = {"in_view_last_turn": in_view_at_last_turn(task, values)} if task else {}
     return {
         "thread_id": record.thread_id,
         "status": values.get("status", record.status),
@@ -76,6 +80,8 @@ def run_record(record: Any, values: dict[str, Any]) -> dict[str, Any]:
         "design_missing": final.get("missing", []),
         # what memory updates' answers needed before they were stored (see ima show)
         "memory_repairs": repair_totals(values.get("memory_log") or []),
+        # per agent, the share of its own key items its last prompt held besides the brief
+        **seen,
     }
 
 

@@ -151,7 +151,7 @@ def execute(
             compact_thread(run.saver, graph, run.config)  # nothing left to resume: keep the end
         record.status = values.get("status", "running")
     write_outputs(
-        Path(record.out_dir), run_record(record, values) | {"long_term": long_term}, values
+        Path(record.out_dir), run_record(record, values, task) | {"long_term": long_term}, values
     )
     return values
 
@@ -241,4 +241,5 @@ def export_outputs(record: RunRecord, db: Target, out_dir: Path | None = None) -
     target = out_dir / record.thread_id if out_dir else Path(record.out_dir)
     long_term = dict(values.get("long_term") or {})
     block = {"start": long_term.get("start", {}), "learned": long_term.get("learned", {})}
-    return write_outputs(target, run_record(record, values) | {"long_term": block}, values)
+    summary = run_record(record, values, load_task(record.task_ref))
+    return write_outputs(target, summary | {"long_term": block}, values)

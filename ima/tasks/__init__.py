@@ -25,10 +25,15 @@ _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C parser when lib
 
 
 class Role(BaseModel):
+    """A role of the meeting. `owns` names the key figures and requirements (by id) that are
+    this role's own: what its memory must keep, against which its retention and what its last
+    turn had in view are measured besides every item. A role without `owns` owns every item."""
+
     model_config = ConfigDict(extra="forbid")
     id: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_]*$")
     name: str
     description: str
+    owns: list[str] | None = None
 
 
 class Requirement(BaseModel):
@@ -118,7 +123,43 @@ class Task(BaseModel):
                     f"key figure {figure.id}: spec_field {figure.spec_field!r} is not a "
                     "property of output_schema"
                 )
+        self._check_ownership()
         return self
+
+    def _check_ownership(self) -> None:
+        figures = {f.id for f in self.key_figures}
+        requirements = {r.id for r in self.requirements}
+        for role in self.roles:
+            owns = role.owns or []
+            for item in owns:
+                if item not in figures | requirements:
+                    raise ValueError(
+                        f"role {role.id} owns {item!r}, which is neither a key figure nor a "
+                        "requirement of the task"
+                    )
+                if item in figures & requirements:
+                    raise ValueError(
+                        f"role {role.id} owns {item!r}, the id of both a key figure and a "
+                        "requirement: rename one"
+                    )
+                if owns.count(item) > 1:
+                    raise ValueError(f"role {role.id} owns {item!r} twice")
+        if all(r.owns is not None for r in self.roles):  # else some role owns every item
+            owned = {i for r in self.roles for i in r.owns or []}
+            unowned = [i for i in self.key_items if i not in owned]
+            if unowned:
+                raise ValueError(f"no role owns {', '.join(unowned)}: add each to a role's owns")
+
+    @property
+    def key_items(self) -> list[str]:
+        """The ids of the key figures, then of the requirements, in the task's order."""
+        return [f.id for f in self.key_figures] + [r.id for r in self.requirements]
+
+    def own_items(self, role_id: str) -> list[str]:
+        """The key items `role_id` owns, in the task's order: those its `owns` names, or every
+        item for a role without `owns` (and for a speaker the task does not name, e.g. HUMAN)."""
+        owns = next((r.owns for r in self.roles if r.id == role_id), None)
+        return self.key_items if owns is None else [i for i in self.key_items if i in owns]
 
     @property
     def speakers(self) -> list[str]:
@@ -131,7 +172,11 @@ class Task(BaseModel):
     @cached_property
     def fingerprint(self) -> str:
         """Short content hash, recorded with each run so edits to a task are visible."""
-        dumped = yaml.safe_dump(self.model_dump(), sort_keys=True).encode()
+        data = self.model_dump()
+        for role in data["roles"]:  # a task without ownership keeps its earlier fingerprint
+            if role["owns"] is None:
+                del role["owns"]
+        dumped = yaml.safe_dump(data, sort_keys=True).encode()
         return hashlib.sha256(dumped).hexdigest()[:12]
 
 

@@ -12,12 +12,14 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from ima.tasks import KeyFigure, Requirement
+from ima.tasks import KeyFigure, Requirement, Task
 
 __all__ = [
     "figure_pattern",
+    "items_held",
     "keyword_pattern",
     "matched_keywords",
+    "measured_items",
     "normalise",
     "states_figure",
 ]
@@ -64,3 +66,21 @@ def matched_keywords(requirement: Requirement, normalised: str) -> list[str | No
         next((k for k in group if keyword_pattern(k).search(normalised)), None)
         for group in requirement.evidence
     ]
+
+
+def measured_items(task: Task) -> list[str]:
+    """The key items a text is checked for, in the task's order: every key figure, and every
+    requirement with evidence (one without is left to the optional LLM check)."""
+    return [f.id for f in task.key_figures] + [r.id for r in task.requirements if r.evidence]
+
+
+def items_held(task: Task, normalised: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The key figures the (normalised) text states and the requirements whose evidence it
+    meets, by id in the task's order."""
+    figures = tuple(f.id for f in task.key_figures if states_figure(f, normalised))
+    requirements = tuple(
+        r.id
+        for r in task.requirements
+        if r.evidence and all(m is not None for m in matched_keywords(r, normalised))
+    )
+    return figures, requirements

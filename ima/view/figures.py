@@ -157,44 +157,53 @@ def cumulative_chart(turns: list[TurnView], memory: dict[int, float]) -> Markup 
     return cumulative_line(points, label=label, min_width=HALF)
 
 
-def held_text(held: dict[str, Any], items: int | None) -> str:
-    """What a memory version holds, in words: its share, figures and requirements."""
-    share = held.get("retention")
+def held_text(held: dict[str, Any], items: int | None, own_items: int | None = None) -> str:
+    """What a memory version holds, in words: its share, figures and requirements, and
+    the share of its role's own items."""
+    share, own = held.get("retention"), held.get("own_retention")
     parts = [
         f"holds {len(held['figures']) + len(held['requirements'])} of {items} key items"
         + ("" if share is None else f" ({100 * share:.0f}%)"),
         f"{len(held['figures'])} figures, {len(held['requirements'])} requirements",
     ]
+    if own is not None and own_items:
+        parts.append(f"{len(held.get('own_held', []))} of its {own_items} own ({100 * own:.0f}%)")
     if held.get("parroting"):
         parts.append(f"{100 * held['parroting']:.0f}% copied from the memory prompt")
     return " · ".join(parts)
 
 
 def retention_chart(
-    timelines: list[MemoryTimeline], turns: list[TurnView], items: int | None
+    timelines: list[MemoryTimeline],
+    turns: list[TurnView],
+    items: int | None,
+    key: str = "retention",
 ) -> Markup | None:
-    """Per agent, the share of the task's key items its memory holds after each update."""
+    """Per agent, the share of the task's key items its memory holds after each update
+    (`key` "own_retention": of the items its role owns)."""
     slots = {t.index: i for i, t in enumerate(turns)}
     lines = []
     for timeline in timelines:
+        own = len((timeline.retention or {}).get("own_items", []))
         points = tuple(
             (
                 slots[v.turn],
-                100 * v.retention["retention"],
+                100 * v.retention[key],
                 f"{timeline.agent.id} v{v.version} after turn {v.turn}: "
-                + held_text(v.retention, items),
+                + held_text(v.retention, items, own),
             )
             for v in timeline.versions
-            if v.retention and v.retention.get("retention") is not None and v.turn in slots
+            if v.retention and v.retention.get(key) is not None and v.turn in slots
         )
         if points:
             lines.append(Line(timeline.agent.id, timeline.agent.colour, points))
     if not lines:
         return None
+    which = "the key items its role owns" if key == "own_retention" else "the task's key items"
     return line_chart(
         lines,
         [str(t.index) for t in turns],
-        label="Key figures and requirements each agent's memory holds, after each update",
+        label=f"Share of {which} each agent's memory holds, after each update",
         top=100,
         min_width=FULL,
     )

@@ -91,6 +91,13 @@ def _settings(run: dict[str, Any], values: dict[str, Any]) -> list[tuple[str, st
     return [(k, str(v)) for k, v in rows if v not in ("", None)]
 
 
+def _owns_differ(retention: dict[str, Any]) -> bool:
+    """Whether some agent's own items are not every item (a task with `owns`): else its own
+    retention is its retention, and a second chart would repeat the first."""
+    agents = (retention.get("agents") or {}).values()
+    return any(len(a.get("own_items", [])) != retention.get("items") for a in agents)
+
+
 def _vote_tally(values: dict[str, Any]) -> dict[str, int]:
     votes = list((values.get("votes") or {}).values())
     return {flag: votes.count(flag) for flag in ("ACCEPT", "REJECT") if votes}
@@ -140,6 +147,11 @@ def build_page(
         "memory_note": _memory_note(memory_mode, timelines, values),
         "retention": retention,
         "retention_chart": figures.retention_chart(timelines, turns, retention.get("items")),
+        "own_retention_chart": figures.retention_chart(
+            timelines, turns, retention.get("items"), key="own_retention"
+        )
+        if _owns_differ(retention)
+        else None,
         "repairs": describe_repairs(memory["repairs"]) if memory else "",
         "context_chart": figures.context_chart(turns),
         "context_series": [
