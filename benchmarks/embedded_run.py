@@ -68,6 +68,15 @@ DEFAULT = tuple(v.name for v in VARIANTS if not v.commit)
 # The default model on a quiet 2-core machine (11-30): prompt and generation tokens/s.
 REFERENCE_SPEED = (200.0, 47.0)
 KINDS = ("agent_turn", "memory_update", "template_generation", "documentation")
+# The memory update's prompt files: in the library, or in the app before it had one.
+MEMORY_PROMPTS = ("library/src/intrinsic_memory/prompts/memory_*.md", "ima/prompts/memory_*.md")
+
+
+def memory_prompts(source: Path) -> list[str]:
+    """The texts of the memory update's prompt files in `source`'s code."""
+    files = sorted(p for pattern in MEMORY_PROMPTS for p in source.glob(pattern))
+    return [p.read_text(encoding="utf-8") for p in files]
+
 
 # Run in the variant's own code: its state as that code stored it.
 DUMP = """
@@ -79,8 +88,14 @@ registry = RunRegistry(sys.argv[1])
 record = registry.get(sys.argv[2])
 registry.close()
 values = load_state(record, sys.argv[1])
-keys = ("memory_log", "templates", "final", "transcript", "brief")
-print(json.dumps({"ima": ima.__file__, **{k: values.get(k) for k in keys}}, default=str))
+keys = ("memory_log", "templates", "final", "transcript", "brief", "memories")
+try:
+    import intrinsic_memory
+    library = intrinsic_memory.__file__
+except ImportError:  # code from before the library
+    library = None
+code = {"ima": ima.__file__, "library": library}
+print(json.dumps({**code, **{k: values.get(k) for k in keys}}, default=str))
 """
 
 
@@ -123,8 +138,10 @@ def at_reference_speed(figures: dict[str, Any], speed: tuple[float, float] | Non
 
 
 def environment(source: Path) -> dict[str, str]:
+    """The variant's code first on the path: the app and, where it has one, its library."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("IMA_")}
-    return env | {"IMA_CONFIG": os.devnull, "PYTHONPATH": str(source)}
+    path = os.pathsep.join(str(p) for p in (source, source / "library" / "src") if p.exists())
+    return env | {"IMA_CONFIG": os.devnull, "PYTHONPATH": path}
 
 
 def python(source: Path, *args: str) -> str:
@@ -153,12 +170,10 @@ def run(
     args += ["--turn-cap", str(turn_cap)] if turn_cap else []
     record = json.loads(python(source, "-m", "ima", *args))
     state = json.loads(python(source, "-c", DUMP, db, thread))
-    if not Path(state["ima"]).resolve().is_relative_to(source.resolve()):
-        raise SystemExit(f"{variant.name}: ran {state['ima']}, not the code in {source}")
-    prompts = [
-        p.read_text(encoding="utf-8") for p in sorted(source.glob("ima/prompts/memory_*.md"))
-    ]
-    return {"record": record, "state": state, "memory_prompts": prompts}
+    for path in (state["ima"], state.get("library")):
+        if path and not Path(path).resolve().is_relative_to(source.resolve()):
+            raise SystemExit(f"{variant.name}: ran {path}, not the code in {source}")
+    return {"record": record, "state": state, "memory_prompts": memory_prompts(source)}
 
 
 def model_outputs(state: dict[str, Any]) -> Any:

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.embedded_run import DUMP, ROOT, measure, probe_speed, python
+from benchmarks.embedded_run import DUMP, ROOT, measure, memory_prompts, probe_speed, python
 
 CONFIGS: dict[str, tuple[str, ...]] = {
     "baseline": ("--memory", "none"),
@@ -49,7 +49,10 @@ def run_one(out: Path, config: str, temperature: float, seed: int, model: str) -
     args += ["--temperature", str(temperature), *CONFIGS[config]]
     record = json.loads(python(ROOT, "-m", "ima", *args))
     state = json.loads(python(ROOT, "-c", DUMP, str(db), name))
-    prompts = [p.read_text(encoding="utf-8") for p in sorted(ROOT.glob("ima/prompts/memory_*.md"))]
+    for path in (state["ima"], state.get("library")):
+        if path and not Path(path).resolve().is_relative_to(ROOT.resolve()):
+            raise SystemExit(f"{name}: ran {path}, not the code in {ROOT}")
+    prompts = memory_prompts(ROOT)
     for folder, value in (
         ("records", record | {"speed": speed}),
         ("states", state | {"memory_prompts": prompts}),  # last: marks the run done
