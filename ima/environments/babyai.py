@@ -79,7 +79,8 @@ def make_level(level: str, seed: int) -> MiniGridEnv:
         raise UserError(
             f"unknown BabyAI level {level!r}: use a minigrid level name such as GoToLocal"
         ) from None
-    # Level generation prints its rejected samples; they are not the caller's business.
+    # Level generation prints its rejected samples, which are not the caller's business
+    # (redirect_stdout is process-wide for these few milliseconds).
     with contextlib.redirect_stdout(io.StringIO()):
         env.reset(seed=seed)
     return env  # type: ignore[return-value]
