@@ -49,6 +49,8 @@ def java_alive(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
 GARBAGE = ("", "   ", "dance a jig", "go forward go forward", "take the moon", "42", "\n")
 
 
@@ -62,10 +64,7 @@ def random_episode(task: EnvTask, seed: int) -> TextEnvironment:
     env = make(task)
     for _ in range(task.step_limit):
         valid = env.valid_actions()
-        if valid and rng.random() < 0.8:
-            action = rng.choice(valid)
-        else:
-            action = rng.choice(GARBAGE)
+        action = rng.choice(valid) if valid and rng.random() < 0.8 else rng.choice(GARBAGE)
         result = env.step(action)
         assert isinstance(result.message, str) and result.message
         assert 0.0 <= result.progress <= 1.0
@@ -97,7 +96,7 @@ def test_step_limit_for_is_twice_the_path_with_ten_answers_to_spare():
 
 
 def test_an_unknown_task_or_environment_is_a_user_error_naming_the_fix():
-    with pytest.raises(UserError, match="did you mean babyai-gotolocal-s.*babyai-gotolocal-s1"):
+    with pytest.raises(UserError, match=r"did you mean babyai-gotolocal-s.*babyai-gotolocal-s1"):
         get_task("babyai-gotolocal-s9")
     with pytest.raises(UserError, match="list_tasks"):
         get_task("alfworld-1")
@@ -116,7 +115,7 @@ def test_a_hand_edited_step_limit_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(catalog, "TASKS_DIR", tmp_path)
     catalog._tasks.cache_clear()
     try:
-        with pytest.raises(UserError, match="is not step_limit_for.*regenerate"):
+        with pytest.raises(UserError, match=r"is not step_limit_for.*regenerate"):
             catalog.list_tasks()
     finally:
         monkeypatch.undo()
@@ -192,3 +191,10 @@ def test_non_text_actions_are_invalid_not_errors():
             result = env.step(odd)  # type: ignore[arg-type]
             assert not result.valid and result.action == repr(odd)
         assert env.progress == 0.0
+
+
+@pytest.mark.slow
+def test_the_task_files_are_what_the_generator_writes(capsys):
+    from benchmarks.env_catalog import main
+
+    assert main(["--check"]) == 0, capsys.readouterr().out
