@@ -86,7 +86,7 @@ def _stop(jvm: _Jvm) -> None:
 
 def shutdown() -> None:
     """Stop this process's JVMs (registered with `atexit`; call it to stop them sooner).
-    The next game started starts a new one."""
+    Games started before can no longer be played; the next game started starts a new JVM."""
     with _lock:
         mine = [jvm for jvm in _jvms.values() if jvm.owner == os.getpid()]
         _jvms.clear()
