@@ -28,10 +28,11 @@ lint: $(VENV)/.installed
 	$(BIN)/lint-imports --no-cache
 
 # The tests start their own private PostgreSQL server (initdb in a temporary directory, a
-# free loopback port) and open the run view in headless Chromium: install what is missing
-# (Debian/Ubuntu packages; never a browser download).
+# free loopback port), open the run view in headless Chromium and play TextWorld Commonsense
+# on a Java runtime: install what is missing (Debian/Ubuntu packages; never a browser download).
 NEEDED = $(shell command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb \
-	>/dev/null 2>&1 || echo postgresql) $(shell command -v chromium >/dev/null 2>&1 || echo chromium)
+	>/dev/null 2>&1 || echo postgresql) $(shell command -v chromium >/dev/null 2>&1 || echo chromium) \
+	$(shell command -v java >/dev/null 2>&1 || echo openjdk-17-jre-headless)
 
 system-packages:
 	@if [ -n "$(strip $(NEEDED))" ]; then \

@@ -214,6 +214,42 @@ def test_pddl_env(capsys):
     assert len(rows) >= 3  # one per domain
 
 
+def test_env_speed_on_babyai(capsys):
+    from benchmarks import env_speed
+    from ima.environments import list_tasks
+
+    assert env_speed.main(["babyai"]) == 0
+    out = capsys.readouterr().out
+    for task in list_tasks("babyai"):
+        assert re.search(rf"^{task.id} +{task.oracle_length} +{task.step_limit} ", out, re.M)
+    assert "babyai: median" in out
+
+
+@pytest.mark.slow
+def test_env_speed_on_twc_times_the_jvm_and_stops_it(capsys):
+    from benchmarks import env_speed
+    from ima.environments import jvm
+
+    assert env_speed.main(["twc"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^JVM start \d+\.\d+ s; first TWC game", out, re.M)
+    assert "twc: median" in out
+    jvm.shutdown()
+
+
+@pytest.mark.slow
+def test_env_catalog_finds_the_task_files_up_to_date(capsys):
+    """It regenerates both files in memory (BabyAI's bot, TWC's gold paths on Java) and
+    compares them with the bundled ones, writing nothing."""
+    from benchmarks import env_catalog
+    from ima.environments import jvm
+
+    code = env_catalog.main(["--check"])
+    out = capsys.readouterr().out
+    assert code == 0 and out.count("up to date") == 2, out
+    jvm.shutdown()
+
+
 def stand_in_planner(path: Path, plans: dict[str, list[str]]) -> Path:
     """An executable answering like pyperplan (PROBLEM.soln beside the problem file) with
     the plan `plans` holds for that file's name."""
