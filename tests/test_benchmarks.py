@@ -57,6 +57,18 @@ def test_embedded_run_with_the_scripted_model():
     assert row.split()[2:] == ["2"], row
 
 
+def test_memory_sweep_runs_resumes_and_reports_from_its_stored_runs(tmp_path):
+    args = ["--out", str(tmp_path), "--model", "scripted", "--seeds", "0", "--temperatures", "0"]
+    out = bench("memory_sweep", "run", "--configs", "baseline,m256-edit", *args)
+    assert "m256-edit at t0 (1 runs)" in out and "baseline at t0 (1 runs)" in out
+    stored = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "states").iterdir()}
+    assert sorted(stored) == ["baseline-t0-s0.json", "m256-edit-t0-s0.json"]
+    again = bench("memory_sweep", "run", "--configs", "baseline,m256-edit", *args)
+    assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / "states").iterdir()} == stored
+    assert again == out  # nothing ran again: the same table from the same stored runs
+    assert bench("memory_sweep", "report", "--out", str(tmp_path)) == out
+
+
 def test_embedded_replay_records_a_run_and_compares_replays(tmp_path):
     from benchmarks import embedded_replay
 
