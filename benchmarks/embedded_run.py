@@ -233,6 +233,7 @@ def measure(result: dict[str, Any]) -> dict[str, Any]:
     """Every printed figure of one variant's run."""
     from ima.evals.content import content_metrics
     from ima.evals.coverage import evidence_coverage
+    from ima.method.in_view import in_view_at_last_turn
     from ima.method.memory_quality import (
         memory_prompt_sources,
         repair_totals,
@@ -258,6 +259,7 @@ def measure(result: dict[str, Any]) -> dict[str, Any]:
         templates=templates,
     )
     at_cap, stored = answers_at_cap(record, log)
+    in_view = in_view_at_last_turn(task, state)
     usage = record["usage"]
     figures = {
         "wall_seconds": record["wall_seconds"],
@@ -271,6 +273,8 @@ def measure(result: dict[str, Any]) -> dict[str, Any]:
         "repairs": repair_totals(log),
         "retention_end": _pct(retention["end"]),
         "retention_over_run": _pct(retention["over_run"]),
+        "own_retention_end": _pct(retention.get("own_end")),
+        "in_view_last_turn": _pct(in_view["mean"]),
         "memory_parroting": _pct(retention["parroting"]),
         "figures_in_design": len(content["grounding"]["in_design"]),
         "figures_in_spec": len(content["grounding"]["in_spec"]),
@@ -280,6 +284,7 @@ def measure(result: dict[str, Any]) -> dict[str, Any]:
         "design_missing": final.get("missing", []),
         "spec_valid": bool(final.get("valid")),
         "status": record["status"],
+        "handoff": record.get("handoff", ""),
     }
     floor = evaluation_floor(record, state) or {}
     figures["floor"] = sum(floor.values()) if floor else None
@@ -329,6 +334,8 @@ def rows() -> list[Row]:
         ("  unusable answers", lambda f: f["repairs"]["unusable"], ",.0f"),
         ("retention at the end (%)", lambda f: f["retention_end"], ",.1f"),
         ("retention over the run (%)", lambda f: f["retention_over_run"], ",.1f"),
+        ("own items retained at the end (%)", lambda f: f["own_retention_end"], ",.1f"),
+        ("own items in view, last turn (%)", lambda f: f["in_view_last_turn"], ",.1f"),
         ("memory parroting prompt (%)", lambda f: f["memory_parroting"], ",.1f"),
         ("design: figures stated", lambda f: f["figures_in_design"], ",.0f"),
         ("spec: figures stated", lambda f: f["figures_in_spec"], ",.0f"),

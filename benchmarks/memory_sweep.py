@@ -9,7 +9,8 @@ seeds, each run in a fresh process, one after the other (never two llama.cpp pro
 `run` keeps each run's database, record (run.json) and state in OUT, and skips runs whose
 state is there: it resumes where it was stopped. `report` computes every figure with this
 checkout's code from the stored states (so a metric added later covers earlier runs too):
-per configuration, the mean and standard deviation over the seeds at each temperature.
+a Markdown table per temperature, each configuration's mean ± standard deviation over its
+seeds.
 """
 
 from __future__ import annotations
@@ -69,12 +70,15 @@ def stored_runs(out: Path) -> list[tuple[str, dict[str, Any]]]:
         state = json.loads(path.read_text(encoding="utf-8"))
         record = json.loads((out / "records" / path.name).read_text(encoding="utf-8"))
         result = {"record": record, "state": state, "memory_prompts": state["memory_prompts"]}
-        found.append((path.stem, measure(result)))
+        figures = measure(result)
+        found.append((path.stem, figures | {"dropped_notes": figures["repairs"]["dropped_notes"]}))
     return found
 
 
 ROWS = (
     ("retention at the end (%)", "retention_end"),
+    ("own items retained at the end (%)", "own_retention_end"),
+    ("own items in view, last turn (%)", "in_view_last_turn"),
     ("retention over the run (%)", "retention_over_run"),
     ("requirement coverage (%)", "coverage"),
     ("generated tokens", "generated"),
@@ -82,25 +86,34 @@ ROWS = (
     ("turns", "turns"),
     ("wall time (s)", "wall_seconds"),
     ("memories stored cut off", "stored_cut_off"),
+    ("notes dropped for room", "dropped_notes"),
 )
 
 
 def report(out: Path) -> str:
-    """Per configuration and temperature: mean (sd) over seeds of every row."""
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    """A Markdown table per temperature: each configuration's mean (and standard deviation,
+    over seeds) of every row."""
+    groups: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for name, figures in stored_runs(out):
         config, temperature, _ = name.rsplit("-", 2)
-        groups.setdefault((temperature, config), []).append(figures)
-    lines = []
-    for (temperature, config), runs in sorted(groups.items()):
-        lines.append(f"{config} at {temperature} ({len(runs)} runs)")
+        groups.setdefault(temperature, {}).setdefault(config, []).append(figures)
+    tables = []
+    for temperature, configs in sorted(groups.items()):
+        names = [c for c in CONFIGS if c in configs]
+        seeds = {c: len(configs[c]) for c in names}
+        head = " | ".join(f"{c} ({seeds[c]})" for c in names)
+        lines = [f"temperature {temperature.removeprefix('t')} (runs)", ""]
+        lines += [f"| | {head} |", "|---|" + "---|" * len(names)]
         for label, key in ROWS:
-            values = [r[key] for r in runs if r.get(key) is not None]
-            if not values:
-                continue
-            sd = f" (sd {statistics.stdev(values):,.1f})" if len(values) > 1 else ""
-            lines.append(f"  {label:30}{statistics.mean(values):>10,.1f}{sd}")
-    return "\n".join(lines)
+            cells = []
+            for config in names:
+                values = [r[key] for r in configs[config] if r.get(key) is not None]
+                mean = f"{statistics.mean(values):,.1f}" if values else "-"
+                sd = f" ± {statistics.stdev(values):,.1f}" if len(values) > 1 else ""
+                cells.append(mean + sd)
+            lines.append(f"| {label} | {' | '.join(cells)} |")
+        tables.append("\n".join(lines))
+    return "\n\n".join(tables)
 
 
 def main(argv: list[str] | None = None) -> int:

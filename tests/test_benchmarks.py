@@ -60,7 +60,7 @@ def test_embedded_run_with_the_scripted_model():
 def test_memory_sweep_runs_resumes_and_reports_from_its_stored_runs(tmp_path):
     args = ["--out", str(tmp_path), "--model", "scripted", "--seeds", "0", "--temperatures", "0"]
     out = bench("memory_sweep", "run", "--configs", "baseline,m256-edit", *args)
-    assert "m256-edit at t0 (1 runs)" in out and "baseline at t0 (1 runs)" in out
+    assert "| | baseline (1) | m256-edit (1) |" in out and "own items in view" in out
     stored = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "states").iterdir()}
     assert sorted(stored) == ["baseline-t0-s0.json", "m256-edit-t0-s0.json"]
     again = bench("memory_sweep", "run", "--configs", "baseline,m256-edit", *args)

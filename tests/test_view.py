@@ -166,6 +166,22 @@ def test_every_memory_version_is_shown_with_its_diff_and_a_link_to_its_turn(fini
     assert "template generic" in " ".join(page.text_by_id["agent-0"].split())
 
 
+def test_an_update_that_changed_nothing_keeps_its_version_and_own_items_in_view_are_shown(
+    finished, task
+):
+    """The memory log keeps every update; one that changed nothing (an unusable answer)
+    repeats its version, and the page still gives every element its own id."""
+    run, values = copy.deepcopy(finished)
+    last = next(e for e in reversed(values["memory_log"]) if e["role"] == "CDA")
+    values["memory_log"].append(last | {"turn": last["turn"] + 1})
+    page = Page(render_view(run, values, task))  # the parser refuses a repeated id
+    cda = list(run["roles"]).index("CDA")
+    assert f"mem-{cda}-v{last['version']}-t{last['turn'] + 1}" in page.ids
+    shown = " ".join(page.text_by_id["in-view"].split())
+    assert "Own items in view at each agent's last turn" in shown
+    assert all(role in shown for role in ("CDA", "BOA", "DEA", "ERA"))
+
+
 def test_model_and_user_text_is_escaped_everywhere(finished):
     run, values = copy.deepcopy(finished)
     values["transcript"][0]["content"] = f"Plan: {SCRIPT} & <b>bold</b>"

@@ -124,10 +124,12 @@ class MemoryVersion:
     retention: dict[str, Any] | None = None  # what it holds of the task's key items
     cut_off: bool = False  # the update's answer stopped at the output cap
     repairs: dict[str, int] = field(default_factory=dict)  # what its answer needed
+    unchanged: bool = False  # an update that changed nothing (the version stays)
 
     @property
     def anchor(self) -> str:
-        return f"mem-{self.agent.index}-v{self.version}"
+        suffix = f"-t{self.turn}" if self.unchanged else ""
+        return f"mem-{self.agent.index}-v{self.version}{suffix}"
 
     @property
     def repaired(self) -> str:
@@ -255,10 +257,12 @@ def memory_timelines(
         agent = agent_for(agents, entry.get("role", ""))
         timeline = timelines.setdefault(agent.id, MemoryTimeline(agent=agent, recorded=True))
         previous = timeline.versions[-1].text if timeline.versions else None
+        number = int(entry.get("version", len(timeline.versions)))
         text = str(entry.get("text", ""))
         version = MemoryVersion(
             agent=agent,
-            version=int(entry.get("version", len(timeline.versions))),
+            version=number,
+            unchanged=bool(timeline.versions) and timeline.versions[-1].version == number,
             turn=int(entry.get("turn", 0)),
             text=text,
             template=str(entry.get("template", "")),
@@ -269,7 +273,8 @@ def memory_timelines(
         version.retention = held.get((agent.id, version.version))
         timeline.versions.append(version)
         caused_by = by_turn.get(version.turn)
-        if version.version and caused_by and caused_by.agent.id == agent.id:
+        changed = version.version and not version.unchanged
+        if changed and caused_by and caused_by.agent.id == agent.id:
             caused_by.memory_version = version.version
     for role, timeline in timelines.items():
         timeline.retention = (retention or {}).get(role)

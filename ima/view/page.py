@@ -8,6 +8,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from ima.method.in_view import in_view_at_last_turn
 from ima.method.memory_quality import describe_repairs, memory_report
 from ima.tasks import Task
 from ima.view import figures
@@ -153,6 +154,9 @@ def build_page(
         if _owns_differ(retention)
         else None,
         "repairs": describe_repairs(memory["repairs"]) if memory else "",
+        "in_view": in_view_at_last_turn(task, values)
+        if task and values.get("transcript")
+        else None,
         "context_chart": figures.context_chart(turns),
         "context_series": [
             s
