@@ -20,8 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ima.evals.pddl.bench import PddlBench
-from ima.evals.pddl.plan import BenchPlan
+from ima.evals.bench.bench import Bench
+from ima.evals.bench.plan import BenchPlan
 from ima.planning import SolverSettings
 
 ARMS = ("none", "full", "intrinsic-generic")
@@ -36,14 +36,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--memory-tokens", type=int, default=256)
     args = parser.parse_args(argv)
     plan = BenchPlan(
+        env="pddl",
         model=args.model,
         arms=ARMS,
-        problems=(args.problem,),
+        tasks=(args.problem,),
         seeds=1,
         settings=SolverSettings(step_limit=args.step_limit, memory_tokens=args.memory_tokens),
     )
     with tempfile.TemporaryDirectory() as tmp:
-        bench = PddlBench(Path(tmp) / "pddl-prompts")
+        bench = Bench("pddl", Path(tmp) / "pddl-prompts")
         bench.prepare(plan)
         bench.enqueue(bench.pending(plan)[1])
         started = time.perf_counter()

@@ -1,6 +1,6 @@
 """A worker: claims queued evaluation runs from the shared database, runs (or resumes) each
 with its checkpoints in that database, judges it and stores the result row there. A job of
-a planning benchmark (`ima bench pddl`) is an episode, run by ima.evals.pddl.jobs.
+a benchmark (`ima bench pddl|babyai|twc`) is an episode, run by ima.evals.bench.jobs.
 
 Start as many as you like, on any machine pointing at the same database. A worker killed
 mid-run loses nothing: once its lease on the conversation expires, another worker claims
@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ima.evals.pddl import jobs as pddl_jobs
+from ima.evals.bench import jobs as bench_jobs
+from ima.evals.bench.plan import is_bench
 from ima.evals.queue import Job, SharedEvaluation, claim, pending, worker_id
 from ima.evals.runner import Evaluation, Event, PlannedRun, plan_from_config
 from ima.runs.database import Database
@@ -76,8 +77,8 @@ class Worker:
             config = shared.read_config()
             if config is None:
                 raise RuntimeError(f"evaluation {job.eval} has no configuration")
-            if pddl_jobs.is_pddl(config):
-                row = pddl_jobs.run_job(shared, config, job, lease, self._progress(job))
+            if is_bench(config):
+                row = bench_jobs.run_job(shared, config, job, lease, self._progress(job))
             else:
                 row = self._run_design(shared, config, job, lease)
         except LeaseLost as exc:  # another worker has the conversation now: not ours to mark
