@@ -36,8 +36,12 @@ def worker_command(
         typer.Option("--eval", metavar="DIR", help="Only runs of this evaluation (its --out)."),
     ] = None,
     out: Annotated[
-        Path, typer.Option(help="Where run files go: OUT/EVALUATION/runs/THREAD/.")
-    ] = Path("."),
+        Path | None,
+        typer.Option(
+            help="Where run files go: OUT/EVALUATION/runs/THREAD/ (default: the evaluation's "
+            "--out as queued: an absolute one as it is, a relative one under this folder)."
+        ),
+    ] = None,
     until_done: Annotated[
         bool,
         typer.Option(
@@ -55,7 +59,8 @@ def worker_command(
 
     Examples:\n
       ima worker --db postgresql://ima@db-host:5432/ima\n
-      ima worker --db postgresql://ima@db-host:5432/ima --until-done
+      ima worker --db postgresql://ima@db-host:5432/ima --until-done\n
+      ima worker --db postgresql://ima@db-host:5432/ima --out /data/evals   (run files there)
     """
     database = open_database(db)
     only = eval_name(evaluation) if evaluation else None

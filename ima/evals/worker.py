@@ -41,13 +41,13 @@ class Worker:
         db: Database,
         *,
         only: str | None = None,
-        root: Path = Path("."),
+        root: Path | None = None,
         poll: float = 2.0,
         notify: Notify = lambda kind, job, detail: None,
     ) -> None:
         self.db = db
         self.only = only
-        self.root = root  # run files go to ROOT/EVALUATION/runs/THREAD/
+        self.root = root  # told where: run files go to ROOT/EVALUATION/runs/THREAD/
         self.poll = poll
         self.notify = notify
         self.id = worker_id(socket.gethostname(), os.getpid())
@@ -97,13 +97,21 @@ class Worker:
     def _run_design(
         self, shared: SharedEvaluation, config: dict[str, Any], job: Job, lease: Lease
     ) -> dict[str, Any]:
-        evaluation = Evaluation(plan_from_config(config), self.root / job.eval, shared)
+        evaluation = Evaluation(plan_from_config(config), self.folder(config, job.eval), shared)
         if evaluation.task.fingerprint != config["task"]["fingerprint"]:
             raise RuntimeError(
                 f"task {config['task']['ref']} differs on this machine (fingerprint "
                 f"{evaluation.task.fingerprint}, queued with {config['task']['fingerprint']})"
             )
         return evaluation.run_one(PlannedRun(**job.run), lambda e: self._event(job, e), lease=lease)
+
+    def folder(self, config: dict[str, Any], name: str) -> Path:
+        """Where an evaluation's run files go: under the root this worker was told (ROOT/NAME),
+        else its `--out` as queued: an absolute one as it is, a relative one under this
+        worker's folder (an evaluation queued before it was stored: its name)."""
+        if self.root is not None:
+            return self.root / name
+        return Path(config.get("out") or name)
 
     def _progress(self, job: Job) -> Callable[[dict[str, Any]], None]:
         return lambda detail: self.notify("event", job, {"kind": "step", **detail})
