@@ -6,8 +6,8 @@ paper's public code, arm `full`) against intrinsic memory (arm `intrinsic-generi
     python -m benchmarks.pddl_prompts --model scripted      # the prompts alone, in seconds
 
 One episode per arm of a problem too long to be solved by chance (blocksworld-23, optimal
-plan 19 actions), seed 0, step limit 30, through `ima bench pddl`'s own code in a
-temporary folder. Prompt tokens are the backend's counts of the acting agent's call at
+plan 19 actions), seed 0, step limit 30, through the benchmark harness's own code
+(`ima.evals.bench`, as `ima bench pddl` runs it) in a temporary folder. Prompt tokens are the backend's counts of the acting agent's call at
 that step (the planner's, or the helper's when it acted); memory updates are printed
 apart, per step, with the whole per-step cost. Nothing is asserted.
 """
