@@ -212,7 +212,7 @@ def babyai_command(
 ) -> None:
     """Run the BabyAI benchmark (in the paper authors' newer public code): the bundled
     tasks (8 levels from GoToRedBall to SynthLoc, 3 level seeds each), the same team, arms
-    and report as `ima bench pddl`, with the bot's row as the oracle.
+    and report as `ima bench pddl`, with BabyAI's bot as the oracle row.
 
     The grid is told in words; actions are words (turn left, go forward, pick up, toggle,
     ...), and an impossible one is told why. The reward is success (BabyAI has no partial
@@ -403,7 +403,8 @@ def _report(bench: Bench) -> None:
     )
     columns = ("arm", "episodes", "reward", "sd", "success", "steps", "tokens", "wall s")
     for col in columns:
-        table.add_column(col, justify="left" if col == "arm" else "right")
+        arm = col == "arm"
+        table.add_column(col, justify="left" if arm else "right", no_wrap=arm)
     for s in summaries:
         table.add_row(
             s.arm,
