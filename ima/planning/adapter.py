@@ -73,10 +73,6 @@ class BenchTask:
     fingerprint: str
     """Its data as a short hash: a worker whose copy differs must not run it."""
 
-    @property
-    def env(self) -> str:
-        return self.adapter.name
-
     def replay(self, actions: Iterable[str]) -> Playable:
         """The environment after these actions (a fresh episode for none)."""
         return self.adapter.replay(self, actions)

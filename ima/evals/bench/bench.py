@@ -46,9 +46,6 @@ class Bench:
             self._shared = SharedEvaluation(self.db, self.name)
         return self._shared
 
-    def exists(self) -> bool:
-        return self.db.exists() and self.shared.read_config() is not None
-
     def thread_id(self, episode: Episode) -> str:
         return episode.thread_id(self.name, self.env)
 

@@ -15,7 +15,7 @@ from dataclasses import asdict
 from typing import Any
 
 from ima.evals.bench.episode import run_episode
-from ima.evals.bench.plan import Episode, plan_from_config, upgraded
+from ima.evals.bench.plan import Episode, plan_from_config
 from ima.evals.queue import Job, SharedEvaluation
 from ima.runs.leases import Lease
 
@@ -28,7 +28,6 @@ def run_job(
     progress: Callable[[dict[str, Any]], None],
 ) -> dict[str, Any]:
     """Run (or resume) the job's episode and store its row; the row."""
-    config = upgraded(config)
     plan = plan_from_config(config)
     episode = Episode.from_run(job.run)
     start = None
