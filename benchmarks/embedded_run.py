@@ -170,7 +170,9 @@ def run(
     args += ["--turn-cap", str(turn_cap)] if turn_cap else []
     record = json.loads(python(source, "-m", "ima", *args))
     state = json.loads(python(source, "-c", DUMP, db, thread))
-    for path in (state["ima"], state.get("library")):
+    # Code from before the library has none of its own (the installed one is not used).
+    library = state.get("library") if (source / "library").exists() else None
+    for path in (state["ima"], library):
         if path and not Path(path).resolve().is_relative_to(source.resolve()):
             raise SystemExit(f"{variant.name}: ran {path}, not the code in {source}")
     return {"record": record, "state": state, "memory_prompts": memory_prompts(source)}

@@ -6,8 +6,8 @@ paper's public code, arm `full`) against intrinsic memory (arm `intrinsic-generi
     python -m benchmarks.pddl_prompts --model scripted      # the prompts alone, in seconds
 
 One episode per arm of a problem too long to be solved by chance (blocksworld-23, optimal
-plan 19 actions), seed 0, step limit 30, through `ima bench pddl`'s own code in a
-temporary folder. Prompt tokens are the backend's counts of the acting agent's call at
+plan 19 actions), seed 0, step limit 30, through the benchmark harness's own code
+(`ima.evals.bench`, as `ima bench pddl` runs it) in a temporary folder. Prompt tokens are the backend's counts of the acting agent's call at
 that step (the planner's, or the helper's when it acted); memory updates are printed
 apart, per step, with the whole per-step cost. Nothing is asserted.
 """
@@ -20,8 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ima.evals.pddl.bench import PddlBench
-from ima.evals.pddl.plan import BenchPlan
+from ima.evals.bench.bench import Bench
+from ima.evals.bench.plan import BenchPlan
 from ima.planning import SolverSettings
 
 ARMS = ("none", "full", "intrinsic-generic")
@@ -36,14 +36,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--memory-tokens", type=int, default=256)
     args = parser.parse_args(argv)
     plan = BenchPlan(
+        env="pddl",
         model=args.model,
         arms=ARMS,
-        problems=(args.problem,),
+        tasks=(args.problem,),
         seeds=1,
         settings=SolverSettings(step_limit=args.step_limit, memory_tokens=args.memory_tokens),
     )
     with tempfile.TemporaryDirectory() as tmp:
-        bench = PddlBench(Path(tmp) / "pddl-prompts")
+        bench = Bench("pddl", Path(tmp) / "pddl-prompts")
         bench.prepare(plan)
         bench.enqueue(bench.pending(plan)[1])
         started = time.perf_counter()

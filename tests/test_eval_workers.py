@@ -173,10 +173,26 @@ def test_the_printed_commands_work_as_printed_from_another_folder(
     worker = shlex.split(printed["start workers (any machine)"])[1:]
     code, out, err = cli(*worker, "--until-done", "--poll", "0.1")
     assert code == 0 and "done: 2 run(s), 0 failed" in out, out + err
+    # the runs' folders land in the absolute --out, not under the worker's folder
+    assert len(list((out_dir / "runs").glob("*/run.json"))) == 2
+    assert list(elsewhere.iterdir()) == []
     code, out, err = cli(*shlex.split(printed["report"])[1:])
     assert code == 0, err
     assert (out_dir / "report.md").exists()
     assert list(elsewhere.glob("**/report.md")) == []
+
+
+def test_a_worker_told_where_writes_the_run_files_there(cli, tmp_path, env_clean, request):
+    db = str(tmp_path / "shared.sqlite")
+    out_dir = Path(tempfile.mkdtemp(prefix="ev", dir="/tmp")) / "ev"
+    request.addfinalizer(lambda: shutil.rmtree(out_dir.parent, ignore_errors=True))
+    assert cli("eval", *EVAL[:-2], "--pairs", "1", "--out", str(out_dir), "--db", db)[0] == 0
+    told = tmp_path / "told"
+    code, out, err = cli("worker", "--db", db, "--out", str(told), "--until-done", "--poll", "0.1")
+    assert code == 0 and "done: 2 run(s), 0 failed" in out, out + err
+    name = str(out_dir).lstrip("/")  # the evaluation's name: its --out, normalised
+    assert len(list((told / name / "runs").glob("*/run.json"))) == 2
+    assert not (out_dir / "runs").exists()
 
 
 @pytest.mark.slow

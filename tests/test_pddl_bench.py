@@ -12,20 +12,22 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from conftest import md_table
 
 from ima.cli.app import run_command
-from ima.evals.pddl import episode as episode_module
-from ima.evals.pddl.bench import PddlBench
-from ima.evals.pddl.plan import BenchPlan
+from ima.evals.bench import episode as episode_module
+from ima.evals.bench.bench import Bench
+from ima.evals.bench.plan import BenchPlan
 from ima.evals.worker import Worker
 from ima.models.scripted import ScriptedChatModel
 from ima.planning import SolverSettings
 from ima.runs.database import open_database
 
 PLAN = dict(
+    env="pddl",
     model="scripted",
     arms=("none", "summary", "intrinsic-generic"),
-    problems=("blocksworld-02", "gripper-01"),
+    tasks=("blocksworld-02", "gripper-01"),
     seeds=2,
     settings=SolverSettings(step_limit=8, summary_every=3),
 )
@@ -33,7 +35,7 @@ PLAN = dict(
 SAME = (
     "key",
     "arm",
-    "problem",
+    "task",
     "seed",
     "reward",
     "success",
@@ -66,8 +68,8 @@ def _essentials(rows: list[dict]) -> dict[str, dict]:
     return out
 
 
-def _run(directory: Path, notify=lambda kind, job, detail: None) -> PddlBench:
-    bench = PddlBench(directory)
+def _run(directory: Path, notify=lambda kind, job, detail: None) -> Bench:
+    bench = Bench("pddl", directory)
     plan = BenchPlan(**PLAN)
     bench.prepare(plan)
     _, todo = bench.pending(plan)
@@ -101,7 +103,7 @@ def test_an_interrupted_benchmark_resumes_to_the_same_results(tmp_path, monkeypa
     monkeypatch.setattr(episode_module, "plan_model", interrupting)
     with pytest.raises(KeyboardInterrupt):
         _run(tmp_path / "stopped")
-    bench = PddlBench(tmp_path / "stopped")
+    bench = Bench("pddl", tmp_path / "stopped")
     stored = bench.rows()
     assert 0 < len(stored) < 12  # interrupted mid-benchmark, mid-episode
     monkeypatch.undo()
@@ -115,7 +117,7 @@ def test_an_interrupted_benchmark_resumes_to_the_same_results(tmp_path, monkeypa
 
 def test_workers_on_a_shared_database_run_the_queued_episodes(tmp_path):
     db = open_database(tmp_path / "shared.sqlite")
-    bench = PddlBench(Path("benchmarks/pddl-small"), db)
+    bench = Bench("pddl", Path("benchmarks/pddl-small"), db)
     plan = BenchPlan(**PLAN)
     bench.prepare(plan)
     counts = bench.enqueue(bench.pending(plan)[1])
@@ -158,6 +160,9 @@ def test_the_command_runs_reports_and_continues(tmp_path, capsys):
         "| Gemma3 12B | intrinsic memory, generic template | 0.260 | intrinsic-generic |" in report
     )
     assert (out / "pddl_reward.png").stat().st_size > 10_000
+    oracle = md_table(report, "arm")["oracle"]  # the optimal plans, replayed
+    assert (oracle["episodes"], oracle["reward"], oracle["success"]) == ("2", "1.000", "100%")
+    assert md_table(report, "task")["blocksworld-02"]["oracle"] == "1.00 · 2 steps"
     pages = sorted((out / "episodes").glob("*.html"))
     assert len(pages) == 8
     link = re.search(r"\[s0\]\((episodes/[^)]*intrinsic-generic[^)]*)\)", report).group(1)
@@ -169,8 +174,28 @@ def test_the_command_runs_reports_and_continues(tmp_path, capsys):
     assert "continuing: 8 of 8 episodes already stored" in capsys.readouterr().out
     # --report-only reads what is stored
     assert run_command(["bench", "pddl", "--report-only", "--out", str(out)]) == 0
-    config = json.loads(json.dumps(PddlBench(out).shared.read_config()))
+    config = json.loads(json.dumps(Bench("pddl", out).shared.read_config()))
     assert config["settings"]["step_limit"] == 6 and config["kind"] == "pddl"
+
+
+def test_a_benchmark_stored_before_the_harness_is_reported_and_continued(tmp_path):
+    """Its configuration names its tasks `problems`, its rows `problem`, `domain` and
+    `optimal_length`: both are read in today's terms."""
+    new = _run(tmp_path / "new")
+    old = Bench("pddl", tmp_path / "old")
+    config = dict(new.shared.read_config())
+    config["problems"] = config.pop("tasks")
+    old.shared.write_config(config)
+    renamed = {"task": "problem", "oracle_length": "optimal_length", "family": "domain"}
+    for row in new.rows():
+        row = {renamed.get(k, k): v for k, v in row.items() if k not in ("env", "after")}
+        old.shared.append(row)
+    assert _essentials(old.rows()) == _essentials(new.rows())
+    made = old.report()
+    assert len(made["pages"]) == 12 and "| blocksworld-02 |" in made["report"].read_text()
+    plan = BenchPlan(**PLAN)
+    old.prepare(plan)
+    assert old.pending(plan)[1] == []
 
 
 @pytest.mark.parametrize(
@@ -200,7 +225,7 @@ def test_a_bad_model_a_missing_report_and_changed_settings_are_refused(tmp_path,
     assert run_command(["bench", "pddl", "--model", "nosuch", "--out", str(out)]) == 2
     assert "unknown model spec 'nosuch'" in capsys.readouterr().err
     assert run_command(["bench", "pddl", "--report-only", "--out", str(out)]) == 2
-    assert "no PDDL benchmark" in capsys.readouterr().err
+    assert "no pddl benchmark" in capsys.readouterr().err
     assert not out.exists()
     small = ["--problems", "blocksworld-01", "--arms", "none", "--seeds", "1", "--out", str(out)]
     assert _cli(*small, "--step-limit", "3") == 0
@@ -232,10 +257,10 @@ def test_an_episode_on_the_embedded_model_is_accounted_and_has_its_page(tmp_path
         str(out),
     ]
     assert run_command(args) == 0
-    (row,) = PddlBench(out).rows()
+    (row,) = Bench("pddl", out).rows()
     assert 1 <= row["steps"] <= 2 and 0.0 <= row["reward"] <= 1.0
     turns = row["usage"]["planner"]["agent_turn"]
     assert turns["estimated_calls"] == 0 and turns["input_tokens"] > 100  # the backend's counts
     assert row["usage"]["planner"]["memory_update"]["calls"] == row["steps"]
     assert row["episode"]["memories"]["planner"]
-    assert (out / "episodes" / f"{row['thread_id']}.html").exists()
+    assert (out / "episodes" / "intrinsic-generic-blocksworld-01-s0.html").exists()

@@ -28,6 +28,7 @@ from ima.cli.options import JudgeAttemptsOpt, TaskOpt
 from ima.cli.settings_options import setting_option
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
+from ima.evals.bench.plan import is_bench
 from ima.evals.calibration import find_calibration
 from ima.evals.content_runs import fill_content
 from ima.evals.judge import METRICS
@@ -122,10 +123,10 @@ def report_only(
             raise UserError(
                 f"no evaluation {store.name} in {database.label}: see `ima eval status`"
             )
-        if config.get("kind") == "pddl":
+        if is_bench(config):
             raise UserError(
-                f"{store.name} is a PDDL benchmark: report it with `ima bench pddl "
-                f"--report-only --out {directory} --db {database.label}`"
+                f"{store.name} is a {config['kind']} benchmark: report it with `ima bench "
+                f"{config['kind']} --report-only --out {directory} --db {database.label}`"
             )
     else:
         store = ResultsStore(directory)

@@ -1,6 +1,6 @@
 """`ima worker` (run queued evaluation runs and benchmark episodes) and `ima eval status`
 (progress per evaluation and per worker), for evaluations in a shared database (`ima eval
---db ...`, `ima bench pddl --db ...`)."""
+--db ...`, `ima bench pddl|babyai|twc --db ...`)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from ima.cli.errors import Interrupted
 from ima.cli.evaluate import _row_line
 from ima.cli.options import JsonOpt, SharedDbOpt
 from ima.core.errors import UserError
+from ima.evals.bench.plan import is_bench
 from ima.evals.queue import Job, eval_name, evaluation_names, progress
 from ima.evals.worker import Worker
 from ima.runs.database import Database, open_database
@@ -35,8 +36,12 @@ def worker_command(
         typer.Option("--eval", metavar="DIR", help="Only runs of this evaluation (its --out)."),
     ] = None,
     out: Annotated[
-        Path, typer.Option(help="Where run files go: OUT/EVALUATION/runs/THREAD/.")
-    ] = Path("."),
+        Path | None,
+        typer.Option(
+            help="Where run files go: OUT/EVALUATION/runs/THREAD/ (default: the evaluation's "
+            "--out as queued: an absolute one as it is, a relative one under this folder)."
+        ),
+    ] = None,
     until_done: Annotated[
         bool,
         typer.Option(
@@ -46,7 +51,7 @@ def worker_command(
     poll: Annotated[float, typer.Option(help="Seconds between looks at an empty queue.")] = 2.0,
 ) -> None:
     """Run queued evaluation runs: claim one, run or resume it, judge it, store the result
-    (and queued `ima bench pddl` episodes: run or resume one, store its result).
+    (and queued `ima bench pddl|babyai|twc` episodes: run or resume one, store its result).
 
     Start as many workers as you like, on any machine that reaches the database. A killed
     worker's run is taken over by another once its lease expires (IMA_LEASE_SECONDS,
@@ -54,7 +59,8 @@ def worker_command(
 
     Examples:\n
       ima worker --db postgresql://ima@db-host:5432/ima\n
-      ima worker --db postgresql://ima@db-host:5432/ima --until-done
+      ima worker --db postgresql://ima@db-host:5432/ima --until-done\n
+      ima worker --db postgresql://ima@db-host:5432/ima --out /data/evals   (run files there)
     """
     database = open_database(db)
     only = eval_name(evaluation) if evaluation else None
@@ -66,7 +72,7 @@ def worker_command(
             console.print(f"[dim]claimed[/dim] {where}", highlight=False)
         elif kind == "done":
             row = detail["row"]
-            line = episode_line(row) if row.get("kind") == "pddl" else _row_line(row)
+            line = episode_line(row) if is_bench(row) else _row_line(row)
             console.print(f"[green]✓[/green] {where}: {line}", highlight=False)
         elif kind == "failed":
             console.print(f"[red]✗[/red] {where}: {detail['error']}", highlight=False)

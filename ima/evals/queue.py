@@ -115,6 +115,14 @@ class SharedEvaluation:
             )
         return [json.loads(r["row"]) for r in rows]
 
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The stored row of one key (None: not stored)."""
+        with self.db.session() as sql:
+            row = sql.one(
+                f"SELECT row FROM {RESULTS} WHERE eval = %s AND key = %s", (self.name, key)
+            )
+        return json.loads(row["row"]) if row else None
+
     def keys(self) -> set[str]:
         with self.db.session() as sql:
             rows = sql.all(f"SELECT key FROM {RESULTS} WHERE eval = %s", (self.name,))

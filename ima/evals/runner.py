@@ -217,6 +217,7 @@ class Evaluation:
                 dict.fromkeys([*old.get("templates", []), *config["templates"]])
             )
             config["budgets"] = list(dict.fromkeys([*old.get("budgets", []), *config["budgets"]]))
+        config["out"] = str(self.directory)  # as given: workers write an absolute one there
         config["updated_at"] = datetime.now().isoformat(timespec="seconds")
         self.store.write_config(config)
 

@@ -1,6 +1,6 @@
 """A worker: claims queued evaluation runs from the shared database, runs (or resumes) each
 with its checkpoints in that database, judges it and stores the result row there. A job of
-a planning benchmark (`ima bench pddl`) is an episode, run by ima.evals.pddl.jobs.
+a benchmark (`ima bench pddl|babyai|twc`) is an episode, run by ima.evals.bench.jobs.
 
 Start as many as you like, on any machine pointing at the same database. A worker killed
 mid-run loses nothing: once its lease on the conversation expires, another worker claims
@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ima.evals.pddl import jobs as pddl_jobs
+from ima.evals.bench import jobs as bench_jobs
+from ima.evals.bench.plan import is_bench
 from ima.evals.queue import Job, SharedEvaluation, claim, pending, worker_id
 from ima.evals.runner import Evaluation, Event, PlannedRun, plan_from_config
 from ima.runs.database import Database
@@ -40,13 +41,13 @@ class Worker:
         db: Database,
         *,
         only: str | None = None,
-        root: Path = Path("."),
+        root: Path | None = None,
         poll: float = 2.0,
         notify: Notify = lambda kind, job, detail: None,
     ) -> None:
         self.db = db
         self.only = only
-        self.root = root  # run files go to ROOT/EVALUATION/runs/THREAD/
+        self.root = root  # told where: run files go to ROOT/EVALUATION/runs/THREAD/
         self.poll = poll
         self.notify = notify
         self.id = worker_id(socket.gethostname(), os.getpid())
@@ -76,8 +77,8 @@ class Worker:
             config = shared.read_config()
             if config is None:
                 raise RuntimeError(f"evaluation {job.eval} has no configuration")
-            if pddl_jobs.is_pddl(config):
-                row = pddl_jobs.run_job(shared, config, job, lease, self._progress(job))
+            if is_bench(config):
+                row = bench_jobs.run_job(shared, config, job, lease, self._progress(job))
             else:
                 row = self._run_design(shared, config, job, lease)
         except LeaseLost as exc:  # another worker has the conversation now: not ours to mark
@@ -96,13 +97,21 @@ class Worker:
     def _run_design(
         self, shared: SharedEvaluation, config: dict[str, Any], job: Job, lease: Lease
     ) -> dict[str, Any]:
-        evaluation = Evaluation(plan_from_config(config), self.root / job.eval, shared)
+        evaluation = Evaluation(plan_from_config(config), self.folder(config, job.eval), shared)
         if evaluation.task.fingerprint != config["task"]["fingerprint"]:
             raise RuntimeError(
                 f"task {config['task']['ref']} differs on this machine (fingerprint "
                 f"{evaluation.task.fingerprint}, queued with {config['task']['fingerprint']})"
             )
         return evaluation.run_one(PlannedRun(**job.run), lambda e: self._event(job, e), lease=lease)
+
+    def folder(self, config: dict[str, Any], name: str) -> Path:
+        """Where an evaluation's run files go: under the root this worker was told (ROOT/NAME),
+        else its `--out` as queued: an absolute one as it is, a relative one under this
+        worker's folder (an evaluation queued before it was stored: its name)."""
+        if self.root is not None:
+            return self.root / name
+        return Path(config.get("out") or name)
 
     def _progress(self, job: Job) -> Callable[[dict[str, Any]], None]:
         return lambda detail: self.notify("event", job, {"kind": "step", **detail})

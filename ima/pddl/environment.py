@@ -162,6 +162,11 @@ class Env:
         return self._progress == 1.0
 
     @property
+    def done(self) -> bool:
+        """Whether the episode is over: only the goal ends it (a step limit is the player's)."""
+        return self.is_goal()
+
+    @property
     def actions(self) -> tuple[str, ...]:
         """Every action text given to `step`, valid or not, in order (what `replay` needs)."""
         return tuple(r.action for r in self._history)

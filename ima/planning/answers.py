@@ -1,12 +1,11 @@
-"""An agent's answer read as an action, the helper's trigger, and the environment rebuilt
-from the steps taken (an episode's state keeps its steps; the environment is replayed)."""
+"""An agent's answer read as an action, the helper's trigger, and the actions an episode's
+steps gave its environment (the state keeps the steps; the environment is replayed)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 
-from ima.pddl import Env, Problem
 from ima.planning.state import Step
 
 CHECK = "check valid actions"
@@ -38,6 +37,6 @@ def stuck(action: str, steps: Sequence[Step]) -> bool:
     return len(steps) >= 2 and all(_same(s["action"]) == _same(action) for s in steps[-2:])
 
 
-def replay(problem: Problem, steps: Sequence[Step]) -> Env:
-    """The environment after these steps (deterministic: actions are all it needs)."""
-    return Env.replay(problem, [s["action"] for s in steps if not s["check"]])
+def actions_of(steps: Sequence[Step]) -> list[str]:
+    """The actions the environment was given (a check of the valid actions is none)."""
+    return [s["action"] for s in steps if not s["check"]]

@@ -9,6 +9,10 @@
   memory (`add_intrinsic_memory`), updated from its own turns, with the generic template,
   the domain's hand-written template, or one its model writes at the start; the task, the
   memory and the newest steps that fit the budget.
+- `intrinsic-cross`: intrinsic memory with the generic template that is not emptied
+  between tasks: each agent starts a task with the memory it ended the previous task of
+  the same family with (the paper's public code, `--intrinsic_cross_task`). The benchmark
+  plays a family's tasks one after another for it, in catalog order, per seed.
 """
 
 from __future__ import annotations
@@ -17,8 +21,17 @@ from dataclasses import dataclass
 
 from ima.core.errors import UserError
 
-ARMS = ("none", "full", "summary", "intrinsic-generic", "intrinsic-manual", "intrinsic-llm")
+ARMS = (
+    "none",
+    "full",
+    "summary",
+    "intrinsic-generic",
+    "intrinsic-manual",
+    "intrinsic-llm",
+    "intrinsic-cross",
+)
 INTRINSIC = "intrinsic-"
+CROSS = "intrinsic-cross"
 
 
 @dataclass(frozen=True)
@@ -34,7 +47,14 @@ class Arm:
     @property
     def template(self) -> str | None:
         """generic, manual or llm for an intrinsic arm; None otherwise."""
-        return self.name.removeprefix(INTRINSIC) if self.intrinsic else None
+        if not self.intrinsic:
+            return None
+        return "generic" if self.cross_task else self.name.removeprefix(INTRINSIC)
+
+    @property
+    def cross_task(self) -> bool:
+        """Whether each agent's memory carries over from the previous task of its family."""
+        return self.name == CROSS
 
 
 def parse_arms(text: str) -> tuple[Arm, ...]:

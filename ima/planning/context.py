@@ -13,7 +13,8 @@ from intrinsic_memory.state import memory_of
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from ima import prompts
-from ima.pddl import Problem
+from ima.planning.adapter import BenchTask
+from ima.planning.adapters import as_task
 from ima.planning.arms import Arm
 from ima.planning.settings import SolverSettings
 from ima.planning.state import StepContext
@@ -21,22 +22,11 @@ from ima.planning.state import StepContext
 ENVIRONMENT = "environment"  # the name of observation messages
 
 
-def task_text(problem: Problem, settings: SolverSettings) -> str:
-    """The task every agent reads first: the domain's rules, the goal, how to answer."""
-    domain = problem.domain_info
-    return prompts.render(
-        "pddl/task",
-        title=domain.title,
-        rules=domain.description,
-        goal=problem.goal,
-        example=problem.optimal_plan[0],
-        limit=settings.step_limit,
-    )
-
-
-def role_text(agent: str) -> str:
-    """The agent's role (its system prompt)."""
-    return prompts.load(f"pddl/{agent}")
+def task_text(task: BenchTask | Any, settings: SolverSettings) -> str:
+    """The task every agent reads first: the rules, the goal, how to answer (a PDDL
+    `Problem` is taken too)."""
+    task = as_task(task)
+    return task.adapter.task_text(task, settings.limit_for(task.step_limit))
 
 
 History = Callable[[Mapping[str, Any]], list[BaseMessage]]
@@ -59,7 +49,7 @@ def history_for(arm: Arm, settings: SolverSettings) -> History:
             return messages
         latest = summaries[-1]
         section = prompts.render(
-            "pddl/summary_section", step=latest["step"], summary=latest["text"]
+            "team/summary_section", step=latest["step"], summary=latest["text"]
         )
         return [messages[0], HumanMessage(section), *messages[state["summary_messages"] :]]
 

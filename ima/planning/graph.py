@@ -1,14 +1,18 @@
-"""The planning team as a LangGraph graph, on the public intrinsic-memory API.
+"""The planning team as a LangGraph graph, on the public intrinsic-memory API, for any
+environment with an adapter (`ima.planning.adapters`: PDDL, BabyAI, TWC).
 
 G-Memory's PDDL setting (the paper's Table 4 runs): a planner proposes the next action at
 every step; when it proposes the same action a third time in a row it is stuck, and a
 helper chooses that step's action instead. Each answer is one action, applied to the
 environment at once; `check valid actions` lists the actions possible now. An episode ends
-when the goal holds or after the step limit; its reward is the progress rate.
+when the task is solved (or has failed for good) or after the step limit; its reward is
+the environment's progress.
 
-    graph = build_solver(get_problem("blocksworld-07"), Arm("intrinsic-generic"), model)
+    task = get_adapter("babyai").task("babyai-gotolocal-s0")
+    graph = build_solver(task, Arm("intrinsic-generic"), model, settings)
     app = graph.compile(checkpointer=saver)
-    app.invoke({}, {"configurable": {"thread_id": "t1"}, "recursion_limit": recursion_limit(settings)})
+    app.invoke({}, {"configurable": {"thread_id": "t1"},
+                    "recursion_limit": recursion_limit(settings, task.step_limit)})
 
     START -> setup -> planner -> [planner_memory] -> planner | helper | summarizer | END
                       helper  -> [helper_memory]  -> planner | summarizer | END
@@ -18,13 +22,14 @@ Memory arms (`ima.planning.arms`) differ only in what each agent's prompt holds 
 current step's question; the model, the step limit and the accounting of every call (per
 agent and kind, in `usage`) are the same. Intrinsic arms add the agent nodes with
 `add_intrinsic_memory`: each agent's memory is updated from its own turn (its action and
-what the environment answered).
+what the environment answered). The input may hold each agent's memory to start from
+(`{"intrinsic_memory": {agent: AgentMemory}}`): the cross-task arm's previous task's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from intrinsic_memory import (
@@ -40,10 +45,11 @@ from langgraph.graph import END, START, StateGraph
 
 from ima import prompts
 from ima.models.calls import invoke_model
-from ima.pddl import Problem
-from ima.planning.answers import CHECK, is_check, read_action, replay, stuck
+from ima.planning.adapter import BenchTask, Playable
+from ima.planning.adapters import as_task
+from ima.planning.answers import CHECK, actions_of, is_check, read_action, stuck
 from ima.planning.arms import Arm
-from ima.planning.context import ENVIRONMENT, history_for, role_text, step_context, task_text
+from ima.planning.context import ENVIRONMENT, history_for, step_context, task_text
 from ima.planning.settings import SolverSettings
 from ima.planning.state import EpisodeState, Step
 
@@ -53,27 +59,43 @@ AGENTS = (PLANNER, HELPER)
 
 @dataclass(frozen=True)
 class _Solver:
-    problem: Problem
+    task: BenchTask
     arm: Arm
     model: BaseChatModel
     memory_model: BaseChatModel
     settings: SolverSettings
+    _live: list[Playable] = field(default_factory=list)  # the environment played last
 
     @property
-    def task(self) -> str:
-        return task_text(self.problem, self.settings)
+    def task_prompt(self) -> str:
+        return task_text(self.task, self.settings)
+
+    @property
+    def limit(self) -> int:
+        return self.settings.limit_for(self.task.step_limit)
+
+    def role(self, agent: str) -> str:
+        return self.task.adapter.role(agent)
+
+    def env(self, steps: Sequence[Step]) -> Playable:
+        """The environment after these steps: the one stepped last when it is that one, else
+        replayed (after a resume; a TWC game takes a tenth of a second to load)."""
+        actions = actions_of(steps)
+        if not (self._live and list(self._live[0].actions) == actions):
+            self._live[:] = [self.task.replay(actions)]
+        return self._live[0]
 
     def setup(self, state: EpisodeState) -> dict[str, Any]:
         """The task as the conversation's first message; in the intrinsic-llm arm, each
         agent's model writes its memory template from it (once: a resumed run keeps them)."""
         update: dict[str, Any] = {}
         if not state.get("messages"):
-            update["messages"] = [HumanMessage(self.task, name="task")]
+            update["messages"] = [HumanMessage(self.task_prompt, name="task")]
         if self.arm.template == "llm" and not state.get("intrinsic_memory"):
             memories, usage = {}, {}
             for agent in AGENTS:
                 template, cost = write_template(
-                    self.model, self.task, role_text(agent), {"ima_role": agent}
+                    self.model, self.task_prompt, self.role(agent), {"ima_role": agent}
                 )
                 memories[agent] = AgentMemory(text="", version=0, template=template.markdown())
                 usage[agent] = {"template_generation": cost}
@@ -82,19 +104,19 @@ class _Solver:
 
     def agent(self, agent: str) -> Callable[[EpisodeState], dict[str, Any]]:
         history = history_for(self.arm, self.settings)
-        role = role_text(agent)
+        role = self.role(agent)
 
         def turn(state: EpisodeState) -> dict[str, Any]:
             steps = list(state.get("steps") or [])
-            env = replay(self.problem, steps)
+            env = self.env(steps)
             number = len(steps) + 1
             seen = history(state)
             ask = prompts.render(
-                "pddl/helper_step" if agent == HELPER else "pddl/step",
+                "team/helper_step" if agent == HELPER else "team/step",
                 step=number,
-                limit=self.settings.step_limit,
+                limit=self.limit,
                 state=env.observation(),
-                goal=self.problem.goal,
+                goal=self.task.goal,
                 proposal=state.get("proposal", ""),
             )
             reply = invoke_model(
@@ -109,7 +131,7 @@ class _Solver:
                 return {
                     "messages": [
                         AIMessage(f"Proposed again: {action}", name=agent),
-                        HumanMessage(prompts.render("pddl/stuck", action=action), name="team"),
+                        HumanMessage(prompts.render("team/stuck", action=action), name="team"),
                     ],
                     "proposal": action,
                     "usage": usage,
@@ -117,9 +139,10 @@ class _Solver:
             if is_check(action):
                 action = CHECK
                 valid, observation = True, "Valid actions now: " + ", ".join(env.valid_actions())
+                reached = False
             else:
                 result = env.step(action)
-                valid, observation = result.valid, result.message
+                valid, observation, reached = result.valid, result.message, result.goal_reached
             step = Step(
                 index=number,
                 agent=agent,
@@ -129,7 +152,8 @@ class _Solver:
                 valid=valid,
                 observation=observation,
                 progress=env.progress,
-                goal_reached=env.is_goal(),
+                goal_reached=reached,
+                done=env.done,
                 usage=reply.usage,
                 context=step_context(state, agent, seen),
             )
@@ -158,11 +182,11 @@ class _Solver:
         reply = invoke_model(
             self.memory_model,
             [
-                SystemMessage(prompts.load("pddl/summary_system")),
+                SystemMessage(prompts.load("team/summary_system")),
                 HumanMessage(
                     prompts.render(
-                        "pddl/summary",
-                        task=self.task,
+                        "team/summary",
+                        task=self.task_prompt,
                         summary=summaries[-1]["text"] if summaries else "(none yet)",
                         steps="\n".join(lines),
                         words=words,
@@ -182,7 +206,8 @@ class _Solver:
 
     def after_step(self, state: EpisodeState) -> str:
         steps = state.get("steps") or []
-        if steps and (steps[-1]["goal_reached"] or len(steps) >= self.settings.step_limit):
+        last = steps[-1] if steps else None
+        if last and (last["goal_reached"] or last.get("done") or len(steps) >= self.limit):
             return END
         if self.arm.name == "summary":
             summaries = state.get("summaries") or []
@@ -199,10 +224,9 @@ class _Solver:
     def memory(self) -> IntrinsicMemory:
         """The arm's memory manager (in the llm arm, each agent keeps the template it wrote
         in its own memory record, which the manager follows)."""
-        template = self.arm.template
         shaped = (
-            MemoryTemplate.of(self.problem.domain_info.memory_template, kind="manual")
-            if template == "manual"
+            MemoryTemplate.of(self.task.adapter.memory_template(self.task), kind="manual")
+            if self.arm.template == "manual"
             else "generic"
         )
         return IntrinsicMemory(
@@ -214,27 +238,28 @@ class _Solver:
 
 
 def build_solver(
-    problem: Problem,
+    task: BenchTask | Any,
     arm: Arm,
     model: BaseChatModel,
     settings: SolverSettings | None = None,
     *,
     memory_model: BaseChatModel | None = None,
 ) -> StateGraph:
-    """The planning team for one problem and memory arm, as an uncompiled graph.
+    """The planning team for one task and memory arm, as an uncompiled graph.
 
     Args:
-        problem: the PDDL problem (`ima.pddl.get_problem`).
+        task: the task (`get_adapter(NAME).task(ID)`; a PDDL `Problem` is taken too).
         arm: the memory arm (`ima.planning.Arm`, one of `ARMS`).
         model: the agents' chat model.
         settings: step limit and budgets (default `SolverSettings()`).
         memory_model: the model of memory updates and summaries (default: `model`).
 
-    Run it from empty input (`{}`); compile it with a checkpointer to resume an episode,
-    and give `recursion_limit(settings)` in the run's config.
+    Run it from empty input (`{}`), or from each agent's memory to start with
+    (`{"intrinsic_memory": ...}`, intrinsic arms); compile it with a checkpointer to resume
+    an episode, and give `recursion_limit(settings, step_limit)` in the run's config.
     """
     solver = _Solver(
-        problem, arm, model, memory_model or model, (settings or SolverSettings()).check()
+        as_task(task), arm, model, memory_model or model, (settings or SolverSettings()).check()
     )
     builder = StateGraph(EpisodeState)
     builder.add_node("setup", solver.setup)
@@ -251,7 +276,7 @@ def build_solver(
                 solver.agent(agent),
                 memory,
                 token_budget=solver.settings.token_budget,
-                role=role_text(agent),
+                role=solver.role(agent),
                 usage_key="usage",
             )
     builder.add_edge(START, "setup")

@@ -1,5 +1,5 @@
-"""An episode's result from its final state: the reward (the progress rate), success, the
-steps taken and the tokens every model call cost."""
+"""An episode's result from its final state: the reward (the environment's progress),
+success, the steps taken and the tokens every model call cost."""
 
 from __future__ import annotations
 
@@ -7,16 +7,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ima.pddl import Problem
-from ima.planning.answers import replay
+from ima.planning.adapter import BenchTask
+from ima.planning.adapters import as_task
+from ima.planning.answers import actions_of
 
 
 @dataclass(frozen=True)
 class Outcome:
     """What an episode achieved and cost."""
 
-    reward: float  # the progress rate (AgentBoard): the best fraction of goal literals reached
-    success: bool  # every goal literal held at some step
+    reward: float  # the environment's progress (PDDL: AgentBoard's progress rate)
+    success: bool  # the task was solved
     steps: int
     valid_steps: int  # steps whose action the environment applied (checks included)
     input_tokens: int
@@ -29,11 +30,12 @@ class Outcome:
         return self.input_tokens + self.output_tokens
 
 
-def episode_outcome(problem: Problem, state: Mapping[str, Any]) -> Outcome:
+def episode_outcome(task: BenchTask | Any, state: Mapping[str, Any]) -> Outcome:
     """The outcome of an episode (finished or not) from its graph state; the reward is
-    recomputed by replaying its actions, not read from what the agents saw."""
+    recomputed by replaying its actions, not read from what the agents saw (a PDDL
+    `Problem` is taken as the task too)."""
     steps = list(state.get("steps") or [])
-    env = replay(problem, steps)
+    env = as_task(task).replay(actions_of(steps))
     usage = {agent: dict(kinds) for agent, kinds in (state.get("usage") or {}).items()}
     calls = [u for kinds in usage.values() for u in kinds.values()]
     return Outcome(

@@ -34,6 +34,7 @@ class Step(TypedDict):
     observation: str  # the environment's answer
     progress: float  # the progress rate after this step
     goal_reached: bool
+    done: NotRequired[bool]  # the episode is over: solved, or failed for good (BabyAI, TWC)
     usage: CallUsage  # the agent's model call
     context: StepContext
 

@@ -1,7 +1,7 @@
-"""A self-contained HTML page of one planning-benchmark episode (`ima bench pddl`): every
+"""A self-contained HTML page of one benchmark episode (`ima bench pddl|babyai|twc`): every
 step with the agent that acted, what its prompt held (earlier steps, the summary, its
-memory as it read it), its answer, what the environment did and the progress rate, then
-the final memories and the tokens of every call. Made from the episode's result row.
+memory as it read it), its answer, what the environment did and the progress, then the
+final memories and the tokens of every call. Made from the episode's result row.
 
 Like the run view, the page loads nothing and runs no script: its Content-Security-Policy
 allows only its own stylesheet."""
@@ -39,13 +39,18 @@ def _seen_note(arm: str) -> str:
         return "this arm shows every earlier step"
     if arm == "summary":
         return "this arm shows the latest summary and the steps after it"
+    if arm == "intrinsic-cross":
+        return (
+            "this arm shows the agent's own memory, carried over from the previous task of "
+            "its family, and the newest steps that fit the budget"
+        )
     if arm.startswith("intrinsic-"):
         return "this arm shows the agent's own memory and the newest steps that fit the budget"
     return "this arm shows the newest steps that fit the budget"
 
 
 def render_episode(row: dict[str, Any]) -> str:
-    """The page of an episode from its stored row (ima.evals.pddl.episode.episode_row)."""
+    """The page of an episode from its stored row (ima.evals.bench.episode.episode_row)."""
     env = _environment()
     style, _, _ = env.loader.get_source(env, "episode.css")  # type: ignore[union-attr]
     digest = base64.b64encode(hashlib.sha256(style.encode()).digest()).decode()
@@ -69,6 +74,7 @@ def render_episode(row: dict[str, Any]) -> str:
         timeline=timeline,
         templates=sorted((episode.get("templates") or {}).items()),
         memories=sorted((episode.get("memories") or {}).items()),
+        start_memory=sorted((episode.get("start_memory") or {}).items()),
         memory_arm=str(row.get("arm", "")).startswith("intrinsic-"),
         seen_note=_seen_note(str(row.get("arm", ""))),
         usage=usage,

@@ -1,6 +1,7 @@
 """The benchmark's figure, like the paper's Figure 2: reward per memory arm (mean across
-seeds, standard deviation as error bar, each seed's mean as a dot) with the paper's
-published rewards marked beside ours, and tokens per problem per arm."""
+seeds, standard deviation as error bar, each seed's mean as a dot), the oracle's reward as
+a line, the paper's published rewards marked beside ours (where it reports the benchmark),
+and tokens per task per arm."""
 
 from __future__ import annotations
 
@@ -15,9 +16,15 @@ OURS = "#e39b3c"
 PAPER = "#4f6fad"
 
 
-def reward_plot(summaries: Sequence[Any], model: str, path: Path, published: Sequence[Any]) -> Path:
-    """The figure of `summaries` (the report's ArmSummary rows) beside the `published`
-    rewards (model, arm, reward), written to `path`."""
+def reward_plot(
+    summaries: Sequence[Any],
+    oracle: float,
+    model: str,
+    path: Path,
+    published: Sequence[Any] = (),
+) -> Path:
+    """The figure of `summaries` (the report's ArmSummary rows) under the `oracle`'s mean
+    reward, beside the `published` rewards (model, arm, reward), written to `path`."""
     plt = _pyplot()
     arms = [s.arm for s in summaries]
     fig, (left, right) = plt.subplots(
@@ -35,6 +42,7 @@ def reward_plot(summaries: Sequence[Any], model: str, path: Path, published: Seq
     )
     for x, s in zip(xs, summaries, strict=True):
         left.scatter([x] * len(s.seed_means), s.seed_means, color="black", s=10, zorder=3)
+    left.axhline(oracle, color="#6cae75", linestyle="--", linewidth=1, label="oracle")
     markers = {"Gemma3 12B": "D", "Mistral 7B": "v"}
     for model_name, marker in markers.items():
         points = [
@@ -48,13 +56,13 @@ def reward_plot(summaries: Sequence[Any], model: str, path: Path, published: Seq
                 px, py, marker=marker, color=PAPER, zorder=4, label=f"paper · {model_name}"
             )
     left.set_xticks(xs, arms, rotation=25, ha="right")
-    left.set_ylabel("reward (progress rate)")
+    left.set_ylabel("reward")
     left.set_ylim(0, 1.05)
     left.set_title("Reward per memory arm")
     left.legend(fontsize=8, loc="upper right")
     right.bar(xs, [s.tokens for s in summaries], color=OURS, alpha=0.8)
     right.set_xticks(xs, arms, rotation=25, ha="right")
-    right.set_ylabel("tokens per problem")
+    right.set_ylabel("tokens per task")
     right.set_title("Cost")
     fig.tight_layout()
     with atomic_writer(path, binary=True) as out:
