@@ -71,7 +71,11 @@ def stored_runs(out: Path) -> list[tuple[str, dict[str, Any]]]:
         record = json.loads((out / "records" / path.name).read_text(encoding="utf-8"))
         result = {"record": record, "state": state, "memory_prompts": state["memory_prompts"]}
         figures = measure(result)
-        found.append((path.stem, figures | {"dropped_notes": figures["repairs"]["dropped_notes"]}))
+        extra = {
+            "dropped_notes": figures["repairs"]["dropped_notes"],
+            "temperature": record["settings"]["temperature"],
+        }
+        found.append((path.stem, figures | extra))
     return found
 
 
@@ -93,16 +97,16 @@ ROWS = (
 def report(out: Path) -> str:
     """A Markdown table per temperature: each configuration's mean (and standard deviation,
     over seeds) of every row."""
-    groups: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    groups: dict[float, dict[str, list[dict[str, Any]]]] = {}
     for name, figures in stored_runs(out):
-        config, temperature, _ = name.rsplit("-", 2)
-        groups.setdefault(temperature, {}).setdefault(config, []).append(figures)
+        config = name.rsplit("-", 2)[0]
+        groups.setdefault(figures["temperature"], {}).setdefault(config, []).append(figures)
     tables = []
     for temperature, configs in sorted(groups.items()):
         names = [c for c in CONFIGS if c in configs]
         seeds = {c: len(configs[c]) for c in names}
         head = " | ".join(f"{c} ({seeds[c]})" for c in names)
-        lines = [f"temperature {temperature.removeprefix('t')} (runs)", ""]
+        lines = [f"temperature {temperature:g} (runs)", ""]
         lines += [f"| | {head} |", "|---|" + "---|" * len(names)]
         for label, key in ROWS:
             cells = []
