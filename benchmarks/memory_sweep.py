@@ -5,12 +5,15 @@ seeds, each run in a fresh process, one after the other (never two llama.cpp pro
     python -m benchmarks.memory_sweep run --out sweep/          # every run not done yet
     python -m benchmarks.memory_sweep run --out sweep/ --configs m256-edit --seeds 0 --temperatures 0
     python -m benchmarks.memory_sweep report --out sweep/       # the table, from the stored runs
+    python -m benchmarks.memory_sweep compare --out sweep/ --against other/   # same meetings?
 
 `run` keeps each run's database, record (run.json) and state in OUT, and skips runs whose
 state is there: it resumes where it was stopped. `report` computes every figure with this
 checkout's code from the stored states (so a metric added later covers earlier runs too):
 a Markdown table per temperature, each configuration's mean ± standard deviation over its
-seeds.
+seeds. `compare` says, for each run stored in both folders (say, the same meeting on two
+commits), whether they are identical: every turn's text and token counts, every memory
+version and the final document; otherwise the first thing that differs.
 """
 
 from __future__ import annotations
@@ -120,10 +123,50 @@ def report(out: Path) -> str:
     return "\n\n".join(tables)
 
 
+TOKEN_COUNTS = ("input_tokens", "output_tokens", "cached_tokens")
+
+
+def first_difference(a: dict[str, Any], b: dict[str, Any]) -> str:
+    """The first thing that differs between two stored runs, or "" when they are identical."""
+    for i, (x, y) in enumerate(zip(a["transcript"], b["transcript"], strict=False), 1):
+        if x["content"] != y["content"]:
+            return f"turn {i}'s text"
+        if [x["usage"].get(k) for k in TOKEN_COUNTS] != [y["usage"].get(k) for k in TOKEN_COUNTS]:
+            return f"turn {i}'s token counts"
+    if len(a["transcript"]) != len(b["transcript"]):
+        return f"the number of turns ({len(a['transcript'])} against {len(b['transcript'])})"
+    fields = ("role", "version", "turn", "text")
+    versions = [[[v.get(f) for f in fields] for v in s["memory_log"]] for s in (a, b)]
+    for x, y in zip(*versions, strict=False):
+        if x != y:
+            return f"memory version {x[1]} of {x[0]}"
+    if len(versions[0]) != len(versions[1]):
+        return f"the number of memory versions ({len(versions[0])} against {len(versions[1])})"
+    return "" if a["final"] == b["final"] else "the final document"
+
+
+def compare(out: Path, other: Path) -> str:
+    """A line per run stored in both folders: identical, or the first thing that differs."""
+    lines = []
+    for path in sorted((out / "states").glob("*.json")):
+        twin = other / "states" / path.name
+        if twin.exists():
+            a, b = (json.loads(p.read_text(encoding="utf-8")) for p in (path, twin))
+            differs = first_difference(a, b)
+            lines.append(
+                f"{path.stem}: differs first at {differs}"
+                if differs
+                else f"{path.stem}: identical ({len(a['transcript'])} turns, "
+                f"{len(a['memory_log'])} memory versions, the final document)"
+            )
+    return "\n".join(lines) or f"no run is stored in both {out} and {other}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.memory_sweep")
-    parser.add_argument("action", choices=("run", "report"))
+    parser.add_argument("action", choices=("run", "report", "compare"))
     parser.add_argument("--out", type=Path, required=True, help="folder of the sweep's runs")
+    parser.add_argument("--against", type=Path, help="compare: the other sweep's folder")
     parser.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated")
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--temperatures", default="0.7")
@@ -131,6 +174,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.action == "report":
         print(report(args.out))
+        return 0
+    if args.action == "compare":
+        if args.against is None:
+            parser.error("compare needs --against FOLDER: the other sweep's runs")
+        print(compare(args.out, args.against))
         return 0
     configs = [c.strip() for c in args.configs.split(",")]
     unknown = [c for c in configs if c not in CONFIGS]

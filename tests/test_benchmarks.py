@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import stat
 import subprocess
 import sys
@@ -67,6 +68,19 @@ def test_memory_sweep_runs_resumes_and_reports_from_its_stored_runs(tmp_path):
     assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / "states").iterdir()} == stored
     assert again == out  # nothing ran again: the same table from the same stored runs
     assert bench("memory_sweep", "report", "--out", str(tmp_path)) == out
+
+    other = tmp_path / "other"
+    shutil.copytree(tmp_path / "states", other / "states")
+    changed = other / "states" / "m256-edit-t0-s0.json"
+    state = json.loads(changed.read_text(encoding="utf-8"))
+    state["memory_log"][1]["text"] += " (changed)"
+    changed.write_text(json.dumps(state), encoding="utf-8")
+    lines = bench("memory_sweep", "compare", "--out", str(tmp_path), "--against", str(other))
+    role, version = state["memory_log"][1]["role"], state["memory_log"][1]["version"]
+    assert lines.splitlines()[0].startswith("baseline-t0-s0: identical (")
+    assert lines.splitlines()[1] == (
+        f"m256-edit-t0-s0: differs first at memory version {version} of {role}"
+    )
 
 
 def test_embedded_replay_records_a_run_and_compares_replays(tmp_path):
