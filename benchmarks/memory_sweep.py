@@ -119,8 +119,23 @@ def report(out: Path) -> str:
                 sd = f" ± {statistics.stdev(values):,.1f}" if len(values) > 1 else ""
                 cells.append(mean + sd)
             lines.append(f"| {label} | {' | '.join(cells)} |")
+            if key == "in_view_last_turn" and "baseline" in configs:
+                lines.append(against_baseline(configs, names))
         tables.append("\n".join(lines))
     return "\n\n".join(tables)
+
+
+def against_baseline(configs: dict[str, list[dict[str, Any]]], names: list[str]) -> str:
+    """The row of issue 30's target: each setting's mean share of own items in view over the
+    baseline's mean on the same temperature (a ratio of means, so a seed where the baseline
+    holds nothing does not divide by zero)."""
+
+    def mean(config: str) -> float:
+        return statistics.mean(r["in_view_last_turn"] for r in configs[config])
+
+    base = mean("baseline")
+    cells = ["-" if c == "baseline" or not base else f"{mean(c) / base:.2f}x" for c in names]
+    return f"| own items in view against the baseline | {' | '.join(cells)} |"
 
 
 TOKEN_COUNTS = ("input_tokens", "output_tokens", "cached_tokens")

@@ -62,6 +62,9 @@ def test_memory_sweep_runs_resumes_and_reports_from_its_stored_runs(tmp_path):
     args = ["--out", str(tmp_path), "--model", "scripted", "--seeds", "0", "--temperatures", "0"]
     out = bench("memory_sweep", "run", "--configs", "baseline,m256-edit", *args)
     assert "| | baseline (1) | m256-edit (1) |" in out and "own items in view" in out
+    assert re.search(
+        r"^\| own items in view against the baseline \| - \| \d+\.\d\dx \|$", out, re.M
+    )
     stored = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "states").iterdir()}
     assert sorted(stored) == ["baseline-t0-s0.json", "m256-edit-t0-s0.json"]
     again = bench("memory_sweep", "run", "--configs", "baseline,m256-edit", *args)
