@@ -133,8 +133,8 @@ class RunContext(BaseSettings):
     memory_update: MemoryUpdateMode = Field(
         "edit",
         description="How memory changes after each turn: edit (written whole at first, then a "
-        "few add/replace/remove operations: far fewer generated tokens) or rewrite (the paper: "
-        "the whole memory again).",
+        "few operations that add or replace a note: far fewer generated tokens) or rewrite "
+        "(the paper: the whole memory again).",
     )
     memory_prompt: MemoryPromptLayout = Field(
         "lean",
