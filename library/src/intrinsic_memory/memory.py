@@ -556,8 +556,9 @@ def rewrite_schema(template: MemoryTemplate, limits: MemoryLimits) -> dict[str, 
 
 
 def edit_schema(memory: Memory, limits: MemoryLimits, max_edits: int) -> dict[str, Any]:
-    """JSON Schema of an edit answer: 1 to `max_edits` bounded operations, a replace or
-    only of a note that exists (a constraining backend cannot point nowhere)."""
+    """JSON Schema of an edit answer: 1 to `max_edits` bounded operations, each adding a note
+    to a section or replacing a note that exists (so a constraining backend cannot name a
+    note that is not there)."""
     text = {"type": "string", "minLength": 1, "maxLength": limits.note_chars}
 
     def shape(**properties: Any) -> dict[str, Any]:
