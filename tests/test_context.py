@@ -69,7 +69,9 @@ def test_every_agent_context_in_a_run_stays_within_a_small_budget(task):
     out = graph.invoke(
         {},
         {"configurable": {"thread_id": "ctx"}, "callbacks": [recorder]},
-        context=RunContext(model="scripted", token_budget=budget, long_term=False),
+        context=RunContext(
+            model="scripted", token_budget=budget, memory_tokens=256, long_term=False
+        ),
     )
     turns = [(meta, msgs) for meta, msgs in recorder.calls if meta.get("ima_kind") == "agent_turn"]
     assert len(turns) == len(out["transcript"])
@@ -163,7 +165,9 @@ def test_shared_layout_gives_every_speaker_the_same_task_and_turns_first(task):
     out = graph.invoke(
         {},
         {"configurable": {"thread_id": "shared"}, "callbacks": [recorder]},
-        context=RunContext(model="scripted", token_budget=budget, prompt_layout="shared"),
+        context=RunContext(
+            model="scripted", token_budget=budget, memory_tokens=256, prompt_layout="shared"
+        ),
     )
     turns = recorder.of_kind("agent_turn")
     assert len(turns) == len(out["transcript"]) > 20

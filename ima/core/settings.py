@@ -16,7 +16,7 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from intrinsic_memory.manager import DEFAULT_MEMORY_TOKENS, MIN_MEMORY_TOKENS
+from intrinsic_memory.manager import MIN_MEMORY_TOKENS
 from pydantic import Field, ValidationError
 from pydantic_settings import (
     BaseSettings,
@@ -34,6 +34,10 @@ PromptLayout = Literal["paper", "shared"]
 MEMORY_MODES: tuple[MemoryMode, ...] = ("intrinsic", "none")
 DEFAULT_MODEL = "embedded"
 CONFIG_FILE = "ima.toml"
+# The meeting's memory budget, chosen by the memory sweep (benchmarks/README.md): 512 tokens
+# keep more of each role's own items in view than the baseline on every seed, 256 do not. The
+# library keeps its smaller default: the sweep measured this meeting only.
+MEETING_MEMORY_TOKENS = 512
 
 
 def config_path() -> Path:
@@ -125,7 +129,7 @@ class RunContext(BaseSettings):
         "backend (llama.cpp, Ollama, hosted APIs) serves from its cache across agents.",
     )
     memory_tokens: int = Field(
-        DEFAULT_MEMORY_TOKENS,
+        MEETING_MEMORY_TOKENS,
         ge=MIN_MEMORY_TOKENS,
         description="Token budget of each agent's memory: the update is asked and bounded to "
         "fit it, and every context reserves it, so a memory is never cut off.",
