@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from intrinsic_memory.manager import DEFAULT_MEMORY_TOKENS
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -152,7 +153,7 @@ def pddl_command(
         int, typer.Option(help="Steps before an episode ends unsolved (G-Memory: 30).")
     ] = 30,
     token_budget: BudgetOpt = 1024,
-    memory_tokens: MemoryTokensOpt = 256,
+    memory_tokens: MemoryTokensOpt = DEFAULT_MEMORY_TOKENS,
     memory_update: MemoryUpdateOpt = "edit",
     summary_every: SummaryEveryOpt = 10,
     temperature: TemperatureOpt = BENCH_TEMPERATURE,
@@ -202,7 +203,7 @@ def babyai_command(
     seed: SeedOpt = 0,
     step_limit: TaskLimitOpt = None,
     token_budget: BudgetOpt = 1024,
-    memory_tokens: MemoryTokensOpt = 256,
+    memory_tokens: MemoryTokensOpt = DEFAULT_MEMORY_TOKENS,
     memory_update: MemoryUpdateOpt = "edit",
     summary_every: SummaryEveryOpt = 10,
     temperature: TemperatureOpt = BENCH_TEMPERATURE,
@@ -250,7 +251,7 @@ def twc_command(
     seed: SeedOpt = 0,
     step_limit: TaskLimitOpt = None,
     token_budget: BudgetOpt = 1024,
-    memory_tokens: MemoryTokensOpt = 256,
+    memory_tokens: MemoryTokensOpt = DEFAULT_MEMORY_TOKENS,
     memory_update: MemoryUpdateOpt = "edit",
     summary_every: SummaryEveryOpt = 10,
     temperature: TemperatureOpt = BENCH_TEMPERATURE,
