@@ -100,13 +100,15 @@ print(json.dumps({**code, **{k: values.get(k) for k in keys}}, default=str))
 
 
 # The machine's speed now, in a fresh process: llama.cpp's timings of about 1,000 prompt
-# tokens evaluated from scratch, then of 128 tokens generated.
+# tokens evaluated from scratch, then of 128 tokens generated, and the weights file measured
+# (figures from different weights are never mixed).
 PROBE = """
-import json
+import json, sys
+from pathlib import Path
 from langchain_core.messages import HumanMessage
 from ima.core.tokens import count_tokens
 from ima.models.llamacpp import load_embedded
-model = load_embedded()
+model = load_embedded(sys.argv[1] if len(sys.argv) > 1 else None)
 words = "camera lidar radar depot upload safety budget storage region retention".split()
 text = " ".join(words[i * 7 % len(words)] for i in range(1200))
 while count_tokens(text) > 1000:
@@ -114,16 +116,19 @@ while count_tokens(text) > 1000:
 timings = lambda **kw: model.invoke([HumanMessage(text)], **kw).response_metadata["timings"]
 prompt = timings(max_tokens=1)
 generation = timings(max_tokens=128, ignore_eos=True)
-print(json.dumps([prompt["prompt_per_second"], generation["predicted_per_second"]]))
+speeds = [prompt["prompt_per_second"], generation["predicted_per_second"]]
+print(json.dumps(speeds + [Path(model.model_path).name]))
 """
 
 
-def probe_speed(model: str) -> tuple[float, float] | None:
-    """Prompt and generation tokens/s of the embedded model on this machine now."""
-    if model != "embedded":
+def probe_speed(model: str) -> tuple[float, float, str] | None:
+    """Prompt and generation tokens/s of an in-process model (`embedded` or `gguf:PATH`) on
+    this machine now, and the name of the weights file they were measured on."""
+    if model != "embedded" and not model.startswith("gguf:"):
         return None
-    prompt, generation = json.loads(python(ROOT, "-c", PROBE))
-    return prompt, generation
+    path = [model.removeprefix("gguf:")] if model.startswith("gguf:") else []
+    prompt, generation, weights = json.loads(python(ROOT, "-c", PROBE, *path))
+    return prompt, generation, weights
 
 
 def at_reference_speed(figures: dict[str, Any], speed: tuple[float, float] | None) -> Any:
@@ -134,7 +139,7 @@ def at_reference_speed(figures: dict[str, Any], speed: tuple[float, float] | Non
     def model_seconds(prompt: float, generation: float) -> float:
         return figures["evaluated"] / prompt + figures["generated"] / generation
 
-    return figures["wall_seconds"] * model_seconds(*REFERENCE_SPEED) / model_seconds(*speed)
+    return figures["wall_seconds"] * model_seconds(*REFERENCE_SPEED) / model_seconds(*speed[:2])
 
 
 def environment(source: Path) -> dict[str, str]:
