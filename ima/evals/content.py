@@ -26,49 +26,21 @@ from __future__ import annotations
 import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from functools import cache
 from typing import Any
 
-from ima import prompts
 from ima.core.ngrams import NGRAM, Gram, copied_share, ngram_set, ngrams
 from ima.method.in_view import in_view_at_last_turn
 from ima.method.memory_quality import memory_report
+from ima.method.prompting import instruction_texts
 from ima.tasks import KeyFigure, Task
 from ima.tasks.evidence import normalise, states_figure
 
-# Prompts that the agents never see: the evaluation's own.
-NOT_AGENT_PROMPTS = ("judge", "requirement_check")
 HUMAN = "HUMAN"  # review feedback: a source for later turns, not an agent's turn
 
 
 def _mean(values: Iterable[float | None]) -> float | None:
     xs = [v for v in values if v is not None]
     return statistics.fmean(xs) if xs else None
-
-
-# ----------------------------------------------------------------------------- sources
-
-
-@cache
-def _prompt_texts() -> tuple[str, ...]:
-    names = sorted(
-        str(p.relative_to(prompts.PROMPTS_DIR).with_suffix(""))
-        for p in prompts.PROMPTS_DIR.rglob("*.md")
-    )
-    return tuple(prompts.load(n) for n in names if n not in NOT_AGENT_PROMPTS)
-
-
-def instruction_texts(task: Task, templates: Mapping[str, str] | None = None) -> list[str]:
-    """What the agents are told besides the brief: the task's phase instructions, role
-    descriptions and manual template, the agent-facing prompt files, and the run's memory
-    templates (LLM-written ones live only in the run's state)."""
-    return [
-        *(p.instruction for p in task.schedule.phases),
-        *(r.description for r in task.roles),
-        task.manual_template,
-        *_prompt_texts(),
-        *(templates or {}).values(),
-    ]
 
 
 # ----------------------------------------------------------------------------- per turn

@@ -8,7 +8,8 @@ an earlier call already evaluated.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from collections.abc import Mapping
+from functools import cache, lru_cache
 
 from intrinsic_memory.context import render_memory
 
@@ -75,3 +76,29 @@ def conversation_section(turns: str) -> str:
 def sections(memory: str | None, turns: str) -> str:
     """The memory and conversation blocks of a turn prompt (memory None: baseline)."""
     return memory_section(memory) + conversation_section(turns)
+
+
+# Prompts that the agents never see: the evaluation's own.
+NOT_AGENT_PROMPTS = ("judge", "requirement_check")
+
+
+@cache
+def _prompt_texts() -> tuple[str, ...]:
+    names = sorted(
+        str(p.relative_to(prompts.PROMPTS_DIR).with_suffix(""))
+        for p in prompts.PROMPTS_DIR.rglob("*.md")
+    )
+    return tuple(prompts.load(n) for n in names if n not in NOT_AGENT_PROMPTS)
+
+
+def instruction_texts(task: Task, templates: Mapping[str, str] | None = None) -> list[str]:
+    """What the agents are told besides the brief: the task's phase instructions, role
+    descriptions and manual template, the agent-facing prompt files, and the run's memory
+    templates (LLM-written ones live only in the run's state)."""
+    return [
+        *(p.instruction for p in task.schedule.phases),
+        *(r.description for r in task.roles),
+        task.manual_template,
+        *_prompt_texts(),
+        *(templates or {}).values(),
+    ]

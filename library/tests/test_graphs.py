@@ -232,7 +232,8 @@ def test_the_memory_follows_a_template_kept_in_the_agents_record_and_usage_is_su
 
     def writer(state: dict[str, Any]) -> dict[str, Any]:
         turn = sum(m.name == "writer" for m in state["messages"]) + 1
-        return {"messages": [AIMessage(f"Draft {turn}: e-bikes from 1 June.", name="writer")]}
+        draft = f"Draft {turn}: e-bikes from {turn} June in zone{turn}, dock{turn}."
+        return {"messages": [AIMessage(draft, name="writer")]}
 
     builder = StateGraph(Counted)
     builder.add_node("setup", setup)

@@ -123,7 +123,11 @@ def test_an_empty_or_unusable_answer_keeps_the_memory_and_its_version_and_is_cou
     state = {"intrinsic_memory": {"dea": record}, "usage": {}}
     with caplog.at_level(logging.WARNING, logger="intrinsic_memory"):
         update, result = memory_step(
-            memory, state, agent="dea", output="my turn", usage_key="usage"
+            memory,
+            state,
+            agent="dea",
+            output="We agreed to keep raw sensor uploads for 30 days in object storage.",
+            usage_key="usage",
         )
     assert update["intrinsic_memory"]["dea"] == {"text": "## Decisions\n- use S3", "version": 4}
     assert result is not None and not result.changed and result.repairs.unusable

@@ -48,7 +48,9 @@ from intrinsic_memory.models import (
     json_model,
     limit_output,
     resolve_model,
+    zero_usage,
 )
+from intrinsic_memory.notes import MIN_NEW_WORDS, new_words, scripts_of
 from intrinsic_memory.tokens import count_tokens
 
 log = logging.getLogger("intrinsic_memory")
@@ -250,27 +252,45 @@ class IntrinsicMemory:
         messages = self.messages(memory, output, role=role, turn=turn, system=system)
         return json_model(self.model, schema, cap), messages, options
 
-    def interpret(self, memory: Memory | str | None, reply: Reply) -> MemoryUpdate:
+    def interpret(
+        self, memory: Memory | str | None, reply: Reply, source: str | None = None
+    ) -> MemoryUpdate:
         """The stored next version from a model's answer (no model call): an empty or
-        unusable answer leaves the memory as it was, and is logged."""
+        unusable answer leaves the memory as it was, and is logged. `source` is the output
+        the memory was updated from: its notes keep to its scripts (`notes.strip_foreign`);
+        without it, to the template's."""
         previous = self.read(memory)
         repairs = Repairs()
+        scripts = scripts_of(self.template.markdown() if source is None else source)
+        tidy = {"previous": previous, "scripts": scripts}
         if not reply.text.strip():
             repairs.unusable = "the answer is empty"
             new = previous
         elif not self._writes_whole(previous):
             edits = parse_edits(reply.text, self.template, repairs)
             new = previous if edits is None else apply_edits(previous, edits, repairs)
-            new = bound(new, self.limits, repairs, self.count)
+            new = bound(new, self.limits, repairs, self.count, **tidy)
         else:
             rewritten = read_rewrite(reply.text, previous, cut_off=reply.cut_off, repairs=repairs)
-            new = bound(rewritten or previous, self.limits, repairs, self.count)
+            new = bound(rewritten or previous, self.limits, repairs, self.count, **tidy)
         if new.is_empty and not previous.is_empty and not repairs.unusable:
             repairs.unusable = "the answer would erase the memory"
             new = previous
         if repairs.unusable:
             log.warning("memory update unusable (%s): the memory stays as it was", repairs.unusable)
         return MemoryUpdate(new, reply.usage, repairs, reply.cut_off, new.notes != previous.notes)
+
+    def is_news(self, memory: Memory | str | None, output: str) -> bool:
+        """Whether `output` gives `memory` something to keep: an empty memory takes any
+        output; otherwise at least `MIN_NEW_WORDS` of the output's figures and words must be
+        missing from it (`notes.new_words`). An output that is not news costs no call."""
+        current = self.read(memory)
+        if not output.strip():
+            return False
+        return current.is_empty or len(new_words(output, current.render())) >= MIN_NEW_WORDS
+
+    def _unchanged(self, memory: Memory) -> MemoryUpdate:
+        return MemoryUpdate(memory, zero_usage(), Repairs(), cut_off=False, changed=False)
 
     def update(
         self,
@@ -287,11 +307,14 @@ class IntrinsicMemory:
         `role` is the agent's role text (the update's system message); `turn` numbers the
         output in the prompt; `metadata` labels the call for tracing (LangSmith,
         callbacks); `system`, text shared by every agent's calls, opens the prompt instead
-        (see `messages`). The call is kept out of `stream_mode="messages"`.
+        (see `messages`). The call is kept out of `stream_mode="messages"`. An output that
+        is not news (`is_news`) returns the memory unchanged, without a call.
         """
         current = self.read(memory)  # parsed once for the prompt, schema, cap and answer
+        if not self.is_news(current, output):
+            return self._unchanged(current)
         runnable, messages, options = self._request(current, output, role, turn, metadata, system)
-        return self.interpret(current, invoke(runnable, messages, **options))
+        return self.interpret(current, invoke(runnable, messages, **options), output)
 
     async def aupdate(
         self,
@@ -305,8 +328,10 @@ class IntrinsicMemory:
     ) -> MemoryUpdate:
         """`update` for async callers."""
         current = self.read(memory)
+        if not self.is_news(current, output):
+            return self._unchanged(current)
         runnable, messages, options = self._request(current, output, role, turn, metadata, system)
-        return self.interpret(current, await ainvoke(runnable, messages, **options))
+        return self.interpret(current, await ainvoke(runnable, messages, **options), output)
 
 
 def update_prompts() -> list[str]:

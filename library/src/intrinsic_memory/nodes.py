@@ -72,8 +72,10 @@ class _Step:
         self.memory = memory.with_template(template) if template else memory
 
     def skipped(self) -> dict[str, Any] | None:
-        """The update when the output gives the memory nothing to keep; None otherwise."""
-        if self.text.strip():
+        """The update when the output gives the memory nothing to keep (empty, or no news to
+        it: `IntrinsicMemory.is_news`); None otherwise."""
+        current = (self.record or {}).get("text", "")
+        if self.memory.is_news(current, self.text):
             return None
         if self.record is None:
             return {}
@@ -115,7 +117,8 @@ def memory_step(
         state: the graph state; the agent's `AgentMemory` is `state[key][agent]`.
         agent: whose memory: the only record the update writes.
         output: the agent's own latest output; None takes the `pending` output its node
-            recorded. Empty (nothing to keep, e.g. a bare vote): no model call.
+            recorded. Empty (nothing to keep, e.g. a bare vote) or no news to the memory
+            (`IntrinsicMemory.is_news`): no model call.
         turn: the number of that turn, shown in the prompt and kept as the record's `turn`.
         role, system: the agent's role and shared opening text (`IntrinsicMemory.update`).
         key: the state key of the memories.

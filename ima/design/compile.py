@@ -1,0 +1,257 @@
+"""The documentation step's work: the final design compiled part by part from the brief, the
+proposal the meeting accepted and every agent's memory, never from votes, flags or the
+facilitator's instructions.
+
+Each part is one small structured call a small model can fill (`ima.design.parts`): one per
+component, then the estimates, the monthly costs, the plan and the summary. Every answer is
+checked (`ima.design.checks`); a bad one is asked for once more with its problem named, and
+what is still unusable stays open or missing without giving up the other parts. All calls
+open with the same system message and the accepted proposal, so a prefix cache evaluates
+those once; components are asked owner by owner, so an owner's memory is evaluated once too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+from ima import prompts
+from ima.core.state import CallUsage, add_call_usage, zero_usage
+from ima.design import parts
+from ima.design.checks import figure_conflicts, junk_reason, unit_errors
+from ima.design.document import Component, Conflict, Costs, Design, RequirementRow
+from ima.models.structured import Outcome, ask_structured, prompt_parts
+from ima.tasks import Task
+
+__all__ = ["Compiled", "accepted_proposal", "compile_design"]
+
+ATTEMPTS = 2  # a part whose answer cannot be used is asked for once more
+PROPOSAL_LINES = 12  # the accepted proposal, at most this many lines
+
+
+@dataclass
+class Compiled:
+    """A compiled design, what its calls cost, and how the compilation went."""
+
+    design: Design
+    usage: CallUsage = field(default_factory=zero_usage)
+    calls: int = 0
+    retried: list[str] = field(default_factory=list)  # parts asked for twice
+    recomputed: list[str] = field(default_factory=list)  # estimates set to their derivation
+
+
+def _clean_lines(text: str, task: Task, instructions: Sequence[str]) -> list[str]:
+    """The lines of a turn or memory that may feed a design: no votes, flags, echoed
+    instructions or residue; each line once."""
+    kept: list[str] = []
+    for line in text.splitlines():
+        body = line.strip().lstrip("-*# ").strip()
+        usable = len(body.split()) >= 3 and not junk_reason(body, task, instructions)
+        if usable and body not in kept:
+            kept.append(body)
+    return kept
+
+
+def accepted_proposal(
+    task: Task, transcript: Sequence[Mapping[str, Any]], instructions: Sequence[str] = ()
+) -> str:
+    """The proposal on the table when the meeting ended: the integrator's latest digest
+    (the first role reviewing after each round), cleaned of votes and echoed instructions."""
+    integrator = (task.schedule.after_round or [task.schedule.facilitator])[0]
+    for turn in reversed(transcript):
+        if turn.get("speaker") == integrator:
+            lines = _clean_lines(str(turn.get("content", "")), task, instructions)
+            if lines:
+                return "\n".join(f"- {line}" for line in lines[:PROPOSAL_LINES])
+    return "- (no proposal was summarised: use the brief)"
+
+
+@dataclass
+class _Asker:
+    """One documentation call at a time, each opening with the same system message and the
+    accepted proposal, accounted together."""
+
+    model: BaseChatModel
+    system: str
+    opening: str
+    metadata: dict[str, Any]
+    compiled: Compiled
+
+    def ask(self, name: str, part: str, schema: dict[str, Any], parse: Any, **fields: Any) -> Any:
+        question, retry = prompt_parts(f"design/{name}", **fields)
+        outcome: Outcome = ask_structured(
+            self.model,
+            schema,
+            f"{self.opening}\n\n{question}",
+            lambda error: f"{self.opening}\n\n{retry(error)}",
+            parse,
+            {**self.metadata, "ima_part": part},
+            ATTEMPTS,
+            system=self.system,
+            max_tokens=parts.output_cap(schema),
+        )
+        self.compiled.usage = add_call_usage(self.compiled.usage, outcome.usage)
+        self.compiled.calls += outcome.attempts
+        if outcome.attempts > 1:
+            self.compiled.retried.append(part)
+        return outcome.value
+
+
+def compile_design(
+    task: Task,
+    state: Mapping[str, Any],
+    model: BaseChatModel,
+    *,
+    system: str,
+    ending: str,
+    metadata: Mapping[str, Any],
+    instructions: Sequence[str] = (),
+) -> Compiled:
+    """The design of a finished meeting (`state`: its brief, transcript and memories)."""
+    plan = task.design_plan
+    compiled = Compiled(Design(ending=ending))
+    opening = prompts.render(
+        "design/opening",
+        ending=ending,
+        finalizer=task.schedule.finalizer,
+        proposal=accepted_proposal(task, state.get("transcript") or [], instructions),
+    )
+    asker = _Asker(model, system, opening, dict(metadata), compiled)
+    checker = parts.Checker(task, state.get("brief") or task.description, instructions)
+    memories = state.get("memories") or {}
+
+    by_slot: dict[str, tuple[Component, dict[str, str]]] = {}
+    order = sorted(plan.components, key=lambda s: [c.owner for c in plan.components].index(s.owner))
+    for number, slot in enumerate(order, 1):
+        memory = "\n".join(
+            f"- {line}"
+            for line in _clean_lines(
+                str((memories.get(slot.owner) or {}).get("text", "")), task, instructions
+            )
+        )
+        answer = asker.ask(
+            "component",
+            slot.id,
+            parts.component_schema(slot),
+            checker.component_parser(slot),
+            owner=slot.owner,
+            memory=memory or "- (nothing kept)",
+            number=number,
+            title=slot.title,
+            ask=slot.ask,
+            requirements=parts.requirement_lines(task, slot.meets),
+        )
+        by_slot[slot.id] = answer or (parts.open_component(slot), {})
+    design = compiled.design
+    design.components = [by_slot[s.id][0] for s in plan.components]
+
+    if plan.estimates:
+        answer = asker.ask(
+            "estimates",
+            "estimates",
+            parts.estimates_schema(plan.estimates),
+            checker.estimates_parser(plan.estimates),
+            estimates=parts.estimate_lines(plan.estimates),
+        )
+        design.estimates, recomputed = answer or (parts.empty_estimates(plan.estimates), [])
+        compiled.recomputed += recomputed
+    if plan.cost_lines:
+        answer = asker.ask(
+            "costs",
+            "costs",
+            parts.costs_schema(plan.cost_lines),
+            checker.costs_parser(plan.cost_lines),
+            estimates=parts.estimate_summary(design.estimates),
+            lines="\n".join(f"- {line}" for line in plan.cost_lines),
+        )
+        lines, recomputed = answer or (parts.empty_costs(plan.cost_lines), [])
+        compiled.recomputed += recomputed
+        design.costs = Costs.model_validate(parts.total(lines, plan.budget))
+
+    components = parts.component_lines(design.components)
+    design.plan = (
+        asker.ask(
+            "plan",
+            "plan",
+            parts.plan_schema(),
+            checker.plan_parser(design.components),
+            components=components,
+            min_steps=parts.MIN_STEPS,
+            max_steps=parts.MAX_STEPS,
+        )
+        or []
+    )
+    design.summary = (
+        asker.ask(
+            "summary",
+            "summary",
+            parts.summary_schema(),
+            checker.summary_parser(),
+            components=components,
+            cost=parts.cost_sentence(design.costs) or "not estimated",
+        )
+        or ""
+    )
+    design.requirements = _requirement_rows(task, by_slot, design.costs)
+    design.conflicts = _conflicts(task, design)
+    return compiled
+
+
+def _requirement_rows(
+    task: Task, by_slot: Mapping[str, tuple[Component, dict[str, str]]], costs: Costs
+) -> list[RequirementRow]:
+    """A row per requirement: the first component that meets it and says how, else the
+    cost breakdown for the requirements it meets (when within budget), else open."""
+    plan = task.design_plan
+    rows = []
+    for requirement in task.requirements:
+        text = " ".join(requirement.text.split())
+        row = RequirementRow(id=requirement.id, requirement=text)
+        for slot in plan.components:
+            component, how = by_slot[slot.id]
+            if (
+                requirement.id in slot.meets
+                and component.status == "written"
+                and how.get(requirement.id)
+            ):
+                row = RequirementRow(
+                    id=requirement.id,
+                    requirement=text,
+                    met_by=slot.id,
+                    how=how[requirement.id],
+                    status="met",
+                )
+                break
+        else:
+            sentence = parts.cost_sentence(costs)
+            if requirement.id in plan.costs_meet and costs.within_budget and sentence:
+                row = RequirementRow(
+                    id=requirement.id,
+                    requirement=text,
+                    met_by="costs",
+                    how=sentence,
+                    status="met",
+                )
+        rows.append(row)
+    return rows
+
+
+def _conflicts(task: Task, design: Design) -> list[Conflict]:
+    """Figures of the design's own text that the brief contradicts, and figures in a unit
+    of the wrong kind."""
+    found: list[Conflict] = []
+    texts = [("Summary", design.summary)]
+    for c in design.components:
+        texts.append((c.title, " ".join([c.does, c.why, *c.pros, *c.cons])))
+    texts += [(f"Plan step {n}", step) for n, step in enumerate(design.plan, 1)]
+    texts += [(f"Requirement {r.id}", r.how) for r in design.requirements if r.met_by != "costs"]
+    texts += [(e.label, e.derivation) for e in design.estimates]
+    for where, text in texts:
+        for place, stated, brief in figure_conflicts(task, where, text):
+            found.append(Conflict(where=place, stated=stated, brief=brief))
+        for error in unit_errors(text):
+            found.append(Conflict(where=where, stated=error, brief="a figure in its own unit"))
+    return found
