@@ -249,7 +249,10 @@ def test_requirements_count_only_in_the_designs_own_words(task):
             "occurring.",
         )
     ]
-    own, copied = (Design(requirements=[Design.model_fields["requirements"].annotation.__args__[0](**r)]) for r in rows)  # type: ignore[union-attr]
+    own, copied = (
+        Design(requirements=[Design.model_fields["requirements"].annotation.__args__[0](**r)])
+        for r in rows
+    )  # type: ignore[union-attr]
     assert addressed_in_own_words(task, own) == ["R2"]
     assert addressed_in_own_words(task, copied) == []
 

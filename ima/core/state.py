@@ -64,6 +64,9 @@ class MemoryRepairs(TypedDict):
     shortened_notes: int
     dropped_notes: int
     malformed_edits: int
+    merged_notes: NotRequired[int]  # new notes that restated a note already held
+    foreign_script: NotRequired[int]  # notes cleaned of (or refused for) another script
+    repeated_words: NotRequired[int]  # notes cut where they repeated themselves, or refused
     unusable: int  # 1: nothing of the answer was usable, the memory stayed as it was
 
 
@@ -82,11 +85,12 @@ class MemoryVersion(TypedDict):
 
 
 class FinalOutput(TypedDict):
+    """The final design: design.md (`markdown`) renders design.json (`spec`, the design as
+    one structure: `ima.design.document.Design`)."""
+
     markdown: str
     spec: dict[str, Any] | None
-    valid: bool
-    error: str
-    missing: NotRequired[list[str]]  # required design sections that could not be filled
+    missing: NotRequired[list[str]]  # parts of the design that could not be filled
 
 
 def append_items(current: list[Any], batches: Sequence[list[Any]]) -> list[Any]:

@@ -20,6 +20,7 @@ from langchain_core.language_models import BaseChatModel
 
 from ima import prompts
 from ima.core.state import CallUsage, add_call_usage, zero_usage
+from ima.core.tokens import count_tokens
 from ima.design import parts
 from ima.design.checks import figure_conflicts, junk_reason, unit_errors
 from ima.design.document import Component, Conflict, Costs, Design, RequirementRow
@@ -29,7 +30,7 @@ from ima.tasks import Task
 __all__ = ["Compiled", "accepted_proposal", "compile_design"]
 
 ATTEMPTS = 2  # a part whose answer cannot be used is asked for once more
-PROPOSAL_LINES = 12  # the accepted proposal, at most this many lines
+PROPOSAL_TOKENS = 160  # the accepted proposal: its first whole lines within this many tokens
 
 
 @dataclass
@@ -58,14 +59,19 @@ def _clean_lines(text: str, task: Task, instructions: Sequence[str]) -> list[str
 def accepted_proposal(
     task: Task, transcript: Sequence[Mapping[str, Any]], instructions: Sequence[str] = ()
 ) -> str:
-    """The proposal on the table when the meeting ended: the integrator's latest digest
-    (the first role reviewing after each round), cleaned of votes and echoed instructions."""
+    """The proposal on the table: the integrator's latest digest (the first role reviewing
+    after each round), cleaned of votes and echoed instructions, its first lines within
+    `PROPOSAL_TOKENS`."""
     integrator = (task.schedule.after_round or [task.schedule.facilitator])[0]
     for turn in reversed(transcript):
         if turn.get("speaker") == integrator:
-            lines = _clean_lines(str(turn.get("content", "")), task, instructions)
-            if lines:
-                return "\n".join(f"- {line}" for line in lines[:PROPOSAL_LINES])
+            kept: list[str] = []
+            for line in _clean_lines(str(turn.get("content", "")), task, instructions):
+                if count_tokens("\n".join([*kept, line])) > PROPOSAL_TOKENS:
+                    break
+                kept.append(line)
+            if kept:
+                return "\n".join(f"- {line}" for line in kept)
     return "- (no proposal was summarised: use the brief)"
 
 

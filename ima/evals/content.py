@@ -1,12 +1,14 @@
 """Objective content metrics of a run, no model involved.
 
-- Figure grounding: which of the task's `key_figures` (the brief's figures) the design's
-  Markdown states, which its JSON specification states, and whether the two agree.
-  A figure is *stated* when one of its accepted spellings occurs (see `ima.tasks.evidence`); in
-  the specification also when its `spec_field` holds its `spec_value`. The rule for
-  agreement is deliberately simple: a figure *agrees* when both state it, and *conflicts*
-  when the Markdown states it while the figure's `spec_field` holds another number. Other
-  contradictions cannot be told from spellings alone and are not guessed.
+- Figure grounding: which of the task's `key_figures` (the brief's figures) the design
+  states, which its JSON specification states, and which figures of the design the brief
+  contradicts (`ima.design.checks`). A figure is *stated* when one of its accepted spellings
+  occurs (see `ima.tasks.evidence`). A design compiled as one structure (`ima.design`) is
+  measured on its own words (`own_text`: the requirements' restatements left out), and its
+  Markdown and JSON are the same design.
+- Design: the measures of a structured design (`ima.design.quality`): junk lines,
+  components with a technology and a justification of their own, requirements addressed in
+  its own words, figures in a wrong unit.
 - Parroting: the share of a text's word 8-grams (lower case, punctuation removed) that
   occur verbatim in the brief, the instructions the agents are given (phase instructions,
   role descriptions, memory templates, the agent-facing prompt files) or earlier turns.
@@ -16,6 +18,8 @@
   per turn (mean per run; an agent's first turn has nothing to repeat and is left out).
 - In view at the last turn: per agent, the share of its own key items its last prompt held
   besides the brief (memory and recent turns; `ima.method.in_view`), and the mean over agents.
+- Memory hygiene: the notes of the final memories, pairs in one memory that restate each
+  other, and notes in a script the brief does not use (`memory_quality.memory_hygiene`).
 
 A text shorter than 8 words has no 8-grams and no share; it is left out of the means.
 Shares count 8-gram occurrences, so a sentence said twice counts twice.
@@ -23,16 +27,17 @@ Shares count 8-gram occurrences, so a sentence said twice counts twice.
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ima.core.ngrams import NGRAM, Gram, copied_share, ngram_set, ngrams
+from ima.design.checks import figure_conflicts
+from ima.design.quality import design_quality, own_text
 from ima.method.in_view import in_view_at_last_turn
-from ima.method.memory_quality import memory_report
+from ima.method.memory_quality import memory_hygiene, memory_report
 from ima.method.prompting import instruction_texts
-from ima.tasks import KeyFigure, Task
+from ima.tasks import Task
 from ima.tasks.evidence import normalise, states_figure
 
 HUMAN = "HUMAN"  # review feedback: a source for later turns, not an agent's turn
@@ -88,41 +93,17 @@ def _strings(value: Any) -> list[str]:
     return [value] if isinstance(value, str) else []
 
 
-def _field(spec: Any, dotted: str) -> Any:
-    for name in dotted.split("."):
-        if not isinstance(spec, dict):
-            return None
-        spec = spec.get(name)
-    return spec
+def figure_grounding(task: Task, design: str, spec: Any) -> dict[str, Any]:
+    """Which key figures the design states, which the spec states, and which figures of the
+    design the brief contradicts (`ima.design.checks.figure_conflicts`).
 
-
-def _numbers(value: Any) -> list[float]:
-    if isinstance(value, bool) or value is None:
-        return []
-    if isinstance(value, int | float):
-        return [float(value)]
-    return [float(n.replace(",", "")) for n in re.findall(r"\d[\d,]*(?:\.\d+)?", str(value))]
-
-
-def figure_grounding(figures: Sequence[KeyFigure], design: str, spec: Any) -> dict[str, Any]:
-    """Which key figures the design states, which the spec states, and where they agree.
-
-    Shares are over all key figures (None when the task lists none); `conflicts` are
-    figures the Markdown states while the spec's field for them holds another number."""
+    Shares are over all key figures (None when the task lists none)."""
+    figures = task.key_figures
     md = normalise(design)
     spec_text = normalise("\n".join(_strings(spec)))
-    details: dict[str, dict[str, Any]] = {}
-    for figure in figures:
-        in_design = states_figure(figure, md)
-        in_spec = states_figure(figure, spec_text)
-        conflict = False
-        if figure.spec_field:
-            numbers = _numbers(_field(spec, figure.spec_field))
-            if figure.spec_value in numbers:
-                in_spec = True
-            elif numbers and in_design:
-                conflict = True
-        details[figure.id] = {"design": in_design, "spec": in_spec, "conflict": conflict}
+    details = {
+        f.id: {"design": states_figure(f, md), "spec": states_figure(f, spec_text)} for f in figures
+    }
 
     def share(key: str) -> float | None:
         if not details:
@@ -130,6 +111,7 @@ def figure_grounding(figures: Sequence[KeyFigure], design: str, spec: Any) -> di
         return sum(d[key] for d in details.values()) / len(details)
 
     both = [fid for fid, d in details.items() if d["design"] and d["spec"]]
+    conflicts = [f"{stated} ({brief})" for _, stated, brief in figure_conflicts(task, "", design)]
     return {
         "total": len(details),
         "design": share("design"),
@@ -139,7 +121,7 @@ def figure_grounding(figures: Sequence[KeyFigure], design: str, spec: Any) -> di
         "in_spec": [fid for fid, d in details.items() if d["spec"]],
         "in_both": both,
         "missing": [fid for fid, d in details.items() if not d["design"] and not d["spec"]],
-        "conflicts": [fid for fid, d in details.items() if d["conflict"]],
+        "conflicts": conflicts,
     }
 
 
@@ -163,7 +145,11 @@ def content_metrics(
     memory version) gives the memory's retention and repairs; None for a run without one.
     With the transcript, `memory_log` and `memories` (the memory slots: long-term lessons)
     give what each agent's last turn had in view."""
-    prompt_sources = ngram_set([brief or task.description, *instruction_texts(task, templates)])
+    instructions = instruction_texts(task, templates)
+    prompt_sources = ngram_set([brief or task.description, *instructions])
+    quality = design_quality(task, spec, design, instructions)
+    if quality is not None:  # a structured design: measure what it says in its own words
+        design = spec = own_text(spec)
     parroting: list[float | None] = []
     repetition: list[float | None] = []
     design_share = None
@@ -178,7 +164,7 @@ def content_metrics(
         if value is not None:
             by_agent.setdefault(str(turn.get("speaker")), []).append(value)
     return {
-        "grounding": figure_grounding(task.key_figures, design, spec),
+        "grounding": figure_grounding(task, design, spec),
         "parroting": {
             "turns": _mean(parroting),
             "turns_scored": sum(v is not None for v in parroting),
@@ -190,7 +176,9 @@ def content_metrics(
             "turns_scored": sum(v is not None for v in repetition),
             "by_agent": {a: statistics.fmean(v) for a, v in sorted(by_agent.items())},
         },
+        "design": quality,
         "memory": _memory(task, memory_log, templates),
+        "memory_hygiene": None if memories is None else memory_hygiene(task, memories),
         "in_view": None
         if turns is None
         else in_view_at_last_turn(
@@ -229,16 +217,28 @@ def content_summary(metrics: Mapping[str, Any]) -> dict[str, Any]:
         return None if value is None else round(100 * value, 1)
 
     g, p, r = metrics["grounding"], metrics["parroting"], metrics["repetition"]
-    return {
+    summary = {
         "figures_in_design": f"{len(g['in_design'])}/{g['total']}",
-        "figures_in_spec": f"{len(g['in_spec'])}/{g['total']}",
-        "figures_in_both": f"{len(g['in_both'])}/{g['total']}",
         "figure_conflicts": g["conflicts"],
         "parroting_turns_pct": pct(p["turns"]),
         "parroting_design_pct": pct(p["design"]),
         "repetition_turns_pct": pct(r["turns"]),
         "in_view_last_turn_pct": pct((metrics.get("in_view") or {}).get("mean")),
     }
+    if d := metrics.get("design"):
+        summary |= {
+            "design_junk_lines": len(d["junk_lines"]),
+            "components_justified": f"{d['components_justified']}/{d['components']}",
+            "requirements_addressed": f"{len(d['addressed'])}/{d['requirements_listed']}",
+            "requirements_open": d["requirements_open"],
+            "unit_errors": len(d["unit_errors"]),
+        }
+    if h := metrics.get("memory_hygiene"):
+        summary |= {
+            "memory_restated_pairs": f"{h['restated_pairs']} of {h['notes']} notes",
+            "memory_foreign_script": h["foreign_script"],
+        }
+    return summary
 
 
 def state_content(task: Task, values: Mapping[str, Any]) -> dict[str, Any]:

@@ -368,7 +368,7 @@ class Evaluation:
             "turns": info.get("turns"),
             "wall_seconds": info.get("wall_seconds"),
             "usage": {"total": usage.get("total"), "by_kind": usage.get("by_kind")},
-            "spec_valid": info.get("spec_valid"),
+            "design_checks": info.get("design_checks"),
             "coverage": coverage,
             "coverage_llm": checked,
             "content": run_content(self.task, out, values),

@@ -31,6 +31,7 @@ from ima.core.errors import UserError
 from ima.core.settings import PromptLayout, RunContext
 from ima.core.state import ContextShare, Turn
 from ima.core.tokens import count_tokens
+from ima.design.compile import accepted_proposal
 from ima.method.prompting import (
     cached_count,
     conversation_section,
@@ -124,8 +125,32 @@ def instruction_for(task: Task, role_id: str, state: Mapping[str, Any]) -> str:
             next_speaker=schedule.speaker_after(state),
         )
     if schedule.is_vote(role_id, phase.name):
-        return prompts.render("instruction_voter", phase_instruction=phase.instruction)
+        return prompts.render(
+            "instruction_voter",
+            phase_instruction=phase.instruction,
+            proposal=accepted_proposal(task, state["transcript"]),
+            requirements=_own_requirements(task, role_id),
+        )
     return prompts.render("instruction_worker", phase_instruction=phase.instruction)
+
+
+def _own_requirements(task: Task, role_id: str) -> str:
+    """The requirements a voter's role owns, each by its id and first words (a role that
+    owns every item judges the proposal against the whole brief)."""
+    owned = [r for r in task.requirements if r.id in task.own_items(role_id)]
+    if len(owned) == len(task.requirements):
+        return "every requirement of the brief"
+    return "; ".join(f"{r.id} ({' '.join(r.text.split()[:7])}...)" for r in owned) or "the brief"
+
+
+def secret_ballot(
+    task: Task, role_id: str, state: Mapping[str, Any], transcript: Sequence[Turn]
+) -> Sequence[Turn]:
+    """The turns a voter sees: every turn but the votes (it judges the proposal, not how
+    others voted: a small model copies the first vote it reads)."""
+    if not task.schedule.is_vote(role_id, state["phase"]):
+        return transcript
+    return [t for t in transcript if not {"ACCEPT", "REJECT"} & set(t.get("flags") or [])]
 
 
 def turn_words(task: Task, role_id: str, settings: RunContext) -> int:
@@ -200,7 +225,7 @@ def _paper_turn_prompt(
     context = build_context(
         fixed_tokens=system_tokens + frame_tokens,
         memory=memory,
-        transcript=state["transcript"],
+        transcript=secret_ballot(task, role_id, state, state["transcript"]),
         budget=settings.token_budget,
     )
     text = user(context.memory if with_memory else None, context.rendered_turns)
@@ -266,7 +291,7 @@ def _shared_turn_prompt(
     context = build_context(
         fixed_tokens=system_tokens + role_tokens + frame_tokens,
         memory=memory,
-        transcript=state["transcript"],
+        transcript=secret_ballot(task, role_id, state, state["transcript"]),
         budget=settings.token_budget,
         shared_room=settings.token_budget
         - system_tokens

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from intrinsic_memory import SIMILAR_NOTES, note_similarity, scripts_of, strip_foreign
 from intrinsic_memory.manager import update_prompts
 
 from ima.core.ngrams import Gram, ngram_set, ngrams, words
@@ -39,6 +40,7 @@ __all__ = [
     "Retention",
     "VersionRetention",
     "describe_repairs",
+    "memory_hygiene",
     "memory_notes",
     "memory_prompt_sources",
     "memory_report",
@@ -55,6 +57,9 @@ REPAIR_LABELS = {
     "shortened_notes": "notes shortened",
     "dropped_notes": "notes dropped (section full or over budget)",
     "malformed_edits": "malformed edits ignored",
+    "merged_notes": "new notes merged with a note they restated",
+    "foreign_script": "notes cleaned of another script (or refused)",
+    "repeated_words": "notes cut where they repeated themselves (or refused)",
     "unusable": "unusable answers (the memory stayed as it was)",
 }
 REPAIR_KINDS = tuple(REPAIR_LABELS)
@@ -240,6 +245,24 @@ def repair_totals(memory_log: Iterable[Mapping[str, Any]]) -> dict[str, int]:
             if kind in totals:
                 totals[kind] += int(count)
     return totals
+
+
+def memory_hygiene(task: Task, memories: Mapping[str, Any] | None) -> dict[str, int]:
+    """The notes of a run's final memories, how many pairs of notes in one memory restate
+    each other (token Jaccard similarity at least the library's `SIMILAR_NOTES`), and how
+    many notes hold letters of a script the brief does not use."""
+    scripts = scripts_of(task.description)
+    notes = pairs = foreign = 0
+    for slot in (memories or {}).values():
+        held = memory_notes(str((slot or {}).get("text", "")))
+        notes += len(held)
+        pairs += sum(
+            note_similarity(a, b) >= SIMILAR_NOTES
+            for i, a in enumerate(held)
+            for b in held[i + 1 :]
+        )
+        foreign += sum(strip_foreign(note, scripts)[1] for note in held)
+    return {"notes": notes, "restated_pairs": pairs, "foreign_script": foreign}
 
 
 def describe_repairs(repairs: Mapping[str, int]) -> str:

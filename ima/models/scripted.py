@@ -37,7 +37,12 @@ _QUESTION = re.compile(
     re.S,
 )
 _WITHHELD = "The design is agreed by everyone"
-_TECHNOLOGIES = ("Managed Kafka", "Object storage", "Managed Spark", "Kubernetes jobs")  # a facilitator's turn without the marker
+_TECHNOLOGIES = (
+    "Managed Kafka",
+    "Object storage",
+    "Managed Spark",
+    "Kubernetes jobs",
+)  # a facilitator's turn without the marker
 _UNUSABLE = "The design looks reasonable overall (draft {attempt}); I would give it a good mark."
 
 

@@ -45,8 +45,6 @@ def make_documentation_node(task: Task, models: Models) -> Callable[..., dict[st
         final = FinalOutput(
             markdown=render_design(design, task.title).strip(),
             spec=design.model_dump(),
-            valid=True,
-            error="",
             missing=design.missing,
         )
         status = "finalized" if state["consensus"] else "turn_cap"

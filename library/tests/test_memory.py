@@ -223,10 +223,14 @@ def test_the_async_update_gives_what_the_sync_one_gives():
 
 
 def test_the_budget_the_prompt_asks_for_is_the_budget_the_memory_keeps():
-    memory = IntrinsicMemory(FakeMessagesListChatModel(responses=[reply("{}")]), memory_tokens=200)
+    model = FakeMessagesListChatModel(responses=[reply("{}")])
+    memory = IntrinsicMemory(model, memory_tokens=200, mode="rewrite")
     prompt = memory.messages("", "turn")[-1].content
     limits = memory.limits
     assert f"At most {limits.max_notes} notes in all" in prompt
+    # edit mode's first write holds what one turn gives: twice the notes an edit may add
+    first = IntrinsicMemory(model, memory_tokens=200).messages("", "turn")[-1].content
+    assert "At most 6 notes in all" in first
     assert f"at most {limits.note_words} words" in prompt
     brief = " ".join(BRIEF.split())
     notes = [brief[i * 40 : i * 40 + limits.note_chars] for i in range(limits.max_notes)]

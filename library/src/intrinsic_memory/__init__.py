@@ -30,6 +30,10 @@ _EXPORTS = {
     "AgentMemory": "intrinsic_memory.state",
     "IntrinsicMemoryState": "intrinsic_memory.state",
     "MemoryChannel": "intrinsic_memory.state",
+    "SIMILAR_NOTES": "intrinsic_memory.notes",
+    "note_similarity": "intrinsic_memory.notes",
+    "scripts_of": "intrinsic_memory.notes",
+    "strip_foreign": "intrinsic_memory.notes",
     "Phase": "intrinsic_memory.schedule",
     "Schedule": "intrinsic_memory.schedule",
 }
@@ -41,11 +45,15 @@ __all__ = [
     "IntrinsicMemoryState",
     "MemoryChannel",
     "MemoryTemplate",
+    "SIMILAR_NOTES",
     "Phase",
     "Schedule",
     "add_intrinsic_memory",
     "fit_context",
     "memory_node",
+    "note_similarity",
+    "scripts_of",
+    "strip_foreign",
     "subagent_tool",
     "write_template",
 ]
@@ -56,6 +64,7 @@ if TYPE_CHECKING:
     from intrinsic_memory.memory import MemoryTemplate
     from intrinsic_memory.middleware import IntrinsicMemoryMiddleware, subagent_tool
     from intrinsic_memory.nodes import add_intrinsic_memory, memory_node
+    from intrinsic_memory.notes import SIMILAR_NOTES, note_similarity, scripts_of, strip_foreign
     from intrinsic_memory.schedule import Phase, Schedule
     from intrinsic_memory.state import AgentMemory, IntrinsicMemoryState, MemoryChannel
 

@@ -165,19 +165,30 @@ class IntrinsicMemory:
         return self.mode == "rewrite" or memory.is_empty
 
     @property
-    def output_cap(self) -> int:
-        """The most tokens one update of a non-empty memory may generate: a few edits (edit
-        mode), or the whole memory and its JSON (rewrite mode, and any first write)."""
+    def _whole_notes(self) -> int:
+        """The most notes one whole write may hold: the memory's room in rewrite mode; in
+        edit mode, an empty memory's first write holds what one turn gives, twice the notes
+        an edit may add."""
         if self.mode == "edit":
-            return self.max_edits * (self.limits.note_chars // 3 + 16)
-        return self._whole_cap
+            return min(self.limits.max_notes, 2 * self.max_edits)
+        return self.limits.max_notes
+
+    def _notes_cap(self, notes: int) -> int:
+        # A note of `note_chars` characters (3 a token: figures split), its JSON around it.
+        return notes * (self.limits.note_chars // 3 + 16) + 16
 
     @property
-    def _whole_cap(self) -> int:
-        return 2 * self.memory_tokens + 8 * len(self.template.sections)
+    def output_cap(self) -> int:
+        """The most tokens one update of a non-empty memory may generate, what its answer
+        may hold and no more: a few edits (edit mode), or the whole memory (rewrite mode)."""
+        if self.mode == "edit":
+            return self._notes_cap(self.max_edits)
+        return self._notes_cap(self._whole_notes)
 
     def _cap(self, memory: Memory) -> int:
-        return self._whole_cap if self._writes_whole(memory) else self.output_cap
+        if self._writes_whole(memory):
+            return self._notes_cap(self._whole_notes)
+        return self.output_cap
 
     def messages(
         self,
@@ -213,7 +224,7 @@ class IntrinsicMemory:
         else:
             text = _prompts.render(
                 "memory_rewrite",
-                notes=self.limits.max_notes,
+                notes=self._whole_notes,
                 words=self.limits.note_words,
                 template=self.template.skeleton(),
                 role=shown_role,
@@ -239,7 +250,7 @@ class IntrinsicMemory:
         """What one update call sends: the runnable, the messages and the call's options."""
         writes_whole = self._writes_whole(memory)
         schema = (
-            rewrite_schema(self.template, self.limits)
+            rewrite_schema(self.template, self.limits, self._whole_notes)
             if writes_whole
             else edit_schema(memory, self.limits, self.max_edits)
         )

@@ -553,9 +553,11 @@ def apply_edits(memory: Memory, edits: Sequence[Edit], repairs: Repairs) -> Memo
 # ----------------------------------------------------------------------------- schemas
 
 
-def rewrite_schema(template: MemoryTemplate, limits: MemoryLimits) -> dict[str, Any]:
-    """JSON Schema of a rewrite: at most `max_notes` bounded notes, each tagged with its
-    section (the sections share the room)."""
+def rewrite_schema(
+    template: MemoryTemplate, limits: MemoryLimits, max_notes: int | None = None
+) -> dict[str, Any]:
+    """JSON Schema of a rewrite: at most `max_notes` (default: the room's) bounded notes,
+    each tagged with its section (the sections share the room)."""
     note = {
         "type": "object",
         "properties": {
@@ -565,7 +567,8 @@ def rewrite_schema(template: MemoryTemplate, limits: MemoryLimits) -> dict[str, 
         "required": ["section", "note"],
         "additionalProperties": False,
     }
-    notes = {"type": "array", "items": note, "minItems": 1, "maxItems": limits.max_notes}
+    most = limits.max_notes if max_notes is None else max_notes
+    notes = {"type": "array", "items": note, "minItems": 1, "maxItems": most}
     return {
         "title": "memory",
         "description": "The agent's whole working memory: notes tagged with their section.",

@@ -33,6 +33,8 @@ __all__ = [
     "SIMILAR_NOTES",
     "new_words",
     "note_similarity",
+    "scripts_of",
+    "strip_foreign",
 ]
 
 SIMILAR_NOTES = 0.6
@@ -179,7 +181,8 @@ def _script(char: str) -> str | None:
 
 
 def scripts_of(text: str) -> frozenset[str]:
-    """The scripts a source writes in: its most used one, and Latin."""
+    """The scripts a source writes in: its most used one, and Latin (Unicode script names
+    as in character names: "LATIN", "CJK", "CYRILLIC"...)."""
     counts = Counter(s for s in map(_script, text) if s)
     main = counts.most_common(1)[0][0] if counts else "LATIN"
     return frozenset({main, "LATIN"})
