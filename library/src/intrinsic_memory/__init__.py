@@ -39,13 +39,13 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "SIMILAR_NOTES",
     "AgentMemory",
     "IntrinsicMemory",
     "IntrinsicMemoryMiddleware",
     "IntrinsicMemoryState",
     "MemoryChannel",
     "MemoryTemplate",
-    "SIMILAR_NOTES",
     "Phase",
     "Schedule",
     "add_intrinsic_memory",
