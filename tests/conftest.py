@@ -53,6 +53,37 @@ def rounds_to_finalize(task: Task, rejected_votes: int = 0) -> int:
     return sum(p.rounds for p in before) + rejected_votes + 1 + retries * back
 
 
+def stored_state(thread: str, db: str = "runs/ima.sqlite") -> dict[str, Any]:
+    """A run's latest state, read from its database (by default the one `ima run` makes in
+    the working folder)."""
+    registry = RunRegistry(db)
+    try:
+        record = registry.get(thread)
+    finally:
+        registry.close()
+    return load_state(record, db)
+
+
+def remembered_turns(values: dict[str, Any]) -> set[int]:
+    """The turns of a finished run that gave their speaker's memory something to keep
+    (news to it as it stood then: `IntrinsicMemory.is_news`); the others cost no update."""
+    from intrinsic_memory import IntrinsicMemory
+    from intrinsic_memory.schedule import only_markers
+    from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+
+    memory = IntrinsicMemory(FakeMessagesListChatModel(responses=[]))
+    news = set()
+    for turn in values["transcript"]:
+        speaker, index = turn["speaker"], turn["index"]
+        if only_markers(turn["content"]):
+            continue
+        before = [v for v in values["memory_log"] if v["role"] == speaker and v["turn"] < index]
+        shaped = memory.with_template(values["templates"][speaker])
+        if shaped.is_news(before[-1]["text"] if before else "", turn["content"]):
+            news.add(index)
+    return news
+
+
 def turns_to_finalize(task: Task, rejected_votes: int = 0) -> int:
     """Turns of such a run: its rounds in the schedule's speaking order, then the
     facilitator's FINALIZE turn."""

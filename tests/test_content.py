@@ -97,7 +97,12 @@ def test_figure_spellings_match_at_number_boundaries(spelling, text, found):
 
 FIGURES = [
     KeyFigure(id="budget", text="a cloud budget of USD 45,000", values=["45,000", "45k"]),
-    KeyFigure(id="retention", text="unblurred raw data deleted after 30 days", values=["30 day"]),
+    KeyFigure(
+        id="retention",
+        text="unblurred raw data deleted after 30 days",
+        values=["30 day"],
+        limit="at_most",
+    ),
     KeyFigure(id="events", text="safety-event records kept 5 years", values=["5 year"]),
     KeyFigure(id="team", text="6 engineers", values=["6 engineers"]),
 ]

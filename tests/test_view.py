@@ -240,10 +240,10 @@ def test_usage_and_outcome_sections(finished):
         assert chart in page.ids
     design = page.text_by_id["design"]
     assert "Summary" in design and "High-level plan" in design
-    assert "valid against the task's schema" in page.text_by_id["spec"]
-    assert '"pipeline_name"' in page.text_by_id["spec"]
+    assert "the design above, as data" in page.text_by_id["spec"]
+    assert '"components"' in page.text_by_id["spec"]
     record = page.text_by_id["run-record"]
-    for expected in ("scripted", "finalized", "1600", "data-pipeline v2"):
+    for expected in ("scripted", "finalized", "1600", "data-pipeline v3"):
         assert expected in record
 
 

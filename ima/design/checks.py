@@ -9,9 +9,11 @@ derivations that do not add up.
 - Copied: the share of a text's word 5-grams found verbatim in the brief or the task's
   requirements. A sentence copied from the brief does not say how a component works.
 - Figures: a number with a unit ("30 days", "12 TB/day", "5 min"). A figure *conflicts* with
-  a key figure of the brief when the clause stating it shares the key figure's words (two or
-  more; "raw", "retention", "deleted") and states the same kind of quantity in another amount
-  ("deleted after 60 days" against "deleted after 30 days").
+  a limit of the brief (a key figure with `limit`: a latency, a retention, the budget, an
+  availability) when the clause stating it shares the limit's words ("raw", "deleted") and
+  states the same kind of quantity, at a like scale, beyond the limit ("deleted after 60
+  days" against at most 30 days). A design's own quantities ("20 MB clips, 1.8 GB a month")
+  are not the brief's facts restated, so facts are not checked.
 - Unit errors: a quantity labelled by its kind ("GPU-hours: ...", "storage: ...") given in a
   unit of another kind ("GPU-hours: 2 GB/h").
 - Derivations: a product or sum written out ("12 TB/day x 30 days = 360 TB") is computed;
@@ -39,6 +41,7 @@ __all__ = [
 ]
 
 COPY_NGRAM = 5
+SCALE = 10  # a figure this many times above or below a limit measures something else
 _VOTE = re.compile(r"\b(ACCEPT|REJECT|FINALIZE)\b")
 _RESIDUE = re.compile(r"[\[\]{}]|\"\s*:|\w+_\w+\s*[:\]]|\bplan\]|^\W+$")
 _ECHOES = (
@@ -106,6 +109,15 @@ _LABELLED = re.compile(
 )
 _CUE_STOP = frozenset(
     [
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "eight",
+        "ten",
+        "twelve",
         "the",
         "a",
         "an",
@@ -211,7 +223,10 @@ def _reference(figure: KeyFigure) -> Figure | None:
 
 
 def _stem(word: str) -> str:
-    return word[:-1] if len(word) > 3 and word.endswith("s") else word
+    for suffix in ("ing", "ed", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
 
 
 def _cues(figure: KeyFigure, reference: Figure) -> set[str]:
@@ -230,31 +245,34 @@ def _clauses(text: str) -> list[str]:
     return [c for c in re.split(r"(?<=[.;!?])\s+|\n+|,\s+(?=[a-z])", text) if c.strip()]
 
 
+def _breaks(limit: str, stated: float, reference: float) -> bool:
+    if limit == "at_most":
+        return stated > reference * (1 + 1e-6)
+    return stated < reference * (1 - 1e-6)
+
+
 def figure_conflicts(task: Task, where: str, text: str) -> list[tuple[str, str, str]]:
-    """(where, stated, brief) for each figure of `text` the brief contradicts: the key
-    figures of its kind whose words the clause shares most (two or more) all have another
-    amount."""
-    references = [(f, r) for f in task.key_figures if (r := _reference(f)) is not None]
+    """(where, stated, brief) for each figure of `text` that breaks a limit of the brief:
+    in a clause that shares the limit's words (two, or all of fewer), a figure of the same
+    kind and scale (within `SCALE` times) beyond it ("deleted after 60 days" against at
+    most 30 days; "kept 2 years" against at least 5 years). Facts of the brief are not
+    checked: a design's own quantities share their words and units."""
+    limits = [(f, r, _cues(f, r)) for f in task.key_figures if f.limit and (r := _reference(f))]
     found = []
     for clause in _clauses(text):
         clause_words = {_stem(w) for w in words(clause)}
         for stated in figures_in(clause):
-            scored = [
-                (len(_cues(f, r) & clause_words), f, r)
-                for f, r in references
-                if r.kind == stated.kind
-            ]
-            best = max((score for score, _, _ in scored), default=0)
-            if best < 2:
-                continue
-            closest = [(f, r) for score, f, r in scored if score == best]
-            if not any(_same(stated.amount, r.amount) for _, r in closest):
-                found.append((where, stated.text, closest[0][0].text))
+            for figure, reference, cues in limits:
+                if stated.kind != reference.kind or not cues or reference.amount <= 0:
+                    continue
+                if len(cues & clause_words) < min(2, len(cues)):
+                    continue
+                ratio = stated.amount / reference.amount
+                if 1 / SCALE <= ratio <= SCALE and _breaks(
+                    figure.limit, stated.amount, reference.amount
+                ):  # type: ignore[arg-type]
+                    found.append((where, stated.text, figure.text))
     return list(dict.fromkeys(found))
-
-
-def _same(a: float, b: float) -> bool:
-    return abs(a - b) <= 1e-6 * max(abs(a), abs(b))
 
 
 def unit_errors(text: str) -> list[str]:

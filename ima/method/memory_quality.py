@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from intrinsic_memory import SIMILAR_NOTES, note_similarity, scripts_of, strip_foreign
+from intrinsic_memory import restates, scripts_of, strip_foreign
 from intrinsic_memory.manager import update_prompts
 
 from ima.core.ngrams import Gram, ngram_set, ngrams, words
@@ -249,18 +249,14 @@ def repair_totals(memory_log: Iterable[Mapping[str, Any]]) -> dict[str, int]:
 
 def memory_hygiene(task: Task, memories: Mapping[str, Any] | None) -> dict[str, int]:
     """The notes of a run's final memories, how many pairs of notes in one memory restate
-    each other (token Jaccard similarity at least the library's `SIMILAR_NOTES`), and how
+    each other (the library's `restates`: token Jaccard similarity at least 0.6), and how
     many notes hold letters of a script the brief does not use."""
     scripts = scripts_of(task.description)
     notes = pairs = foreign = 0
     for slot in (memories or {}).values():
         held = memory_notes(str((slot or {}).get("text", "")))
         notes += len(held)
-        pairs += sum(
-            note_similarity(a, b) >= SIMILAR_NOTES
-            for i, a in enumerate(held)
-            for b in held[i + 1 :]
-        )
+        pairs += sum(restates(a, b) for i, a in enumerate(held) for b in held[i + 1 :])
         foreign += sum(strip_foreign(note, scripts)[1] for note in held)
     return {"notes": notes, "restated_pairs": pairs, "foreign_script": foreign}
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from intrinsic_memory import MemoryTemplate, Phase, Schedule
@@ -73,14 +73,17 @@ class KeyFigure(BaseModel):
 
     `values` are accepted spellings, matched like evidence keywords (case-insensitive, at a
     word start; spaces, hyphens and underscores interchangeable) and, when a spelling ends in
-    a digit, not followed by more digits ("99.9" does not match "99.95"). The first spelling
-    with a unit ("30 day") is the figure's amount when the design is checked against the brief.
+    a digit, not followed by more digits ("99.9" does not match "99.95"). `limit` makes the
+    figure a constraint a design can contradict: "at_most" (a latency, a retention, the
+    budget) or "at_least" (an availability); its amount is its first spelling with a unit
+    ("30 day", "USD 45,000").
     """
 
     model_config = ConfigDict(extra="forbid")
     id: str
     text: str
     values: list[str] = Field(min_length=1)
+    limit: Literal["at_most", "at_least"] | None = None
 
     @model_validator(mode="after")
     def _no_empty_spelling(self) -> KeyFigure:
@@ -220,6 +223,8 @@ class Task(BaseModel):
         for role in data["roles"]:  # a task without ownership keeps its earlier fingerprint
             if role["owns"] is None:
                 del role["owns"]
+        if data["design"] is None:  # so does a task without a design block
+            del data["design"]
         dumped = yaml.safe_dump(data, sort_keys=True).encode()
         return hashlib.sha256(dumped).hexdigest()[:12]
 

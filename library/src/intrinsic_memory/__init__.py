@@ -30,8 +30,7 @@ _EXPORTS = {
     "AgentMemory": "intrinsic_memory.state",
     "IntrinsicMemoryState": "intrinsic_memory.state",
     "MemoryChannel": "intrinsic_memory.state",
-    "SIMILAR_NOTES": "intrinsic_memory.notes",
-    "note_similarity": "intrinsic_memory.notes",
+    "restates": "intrinsic_memory.notes",
     "scripts_of": "intrinsic_memory.notes",
     "strip_foreign": "intrinsic_memory.notes",
     "Phase": "intrinsic_memory.schedule",
@@ -39,7 +38,6 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "SIMILAR_NOTES",
     "AgentMemory",
     "IntrinsicMemory",
     "IntrinsicMemoryMiddleware",
@@ -51,7 +49,7 @@ __all__ = [
     "add_intrinsic_memory",
     "fit_context",
     "memory_node",
-    "note_similarity",
+    "restates",
     "scripts_of",
     "strip_foreign",
     "subagent_tool",
@@ -64,7 +62,7 @@ if TYPE_CHECKING:
     from intrinsic_memory.memory import MemoryTemplate
     from intrinsic_memory.middleware import IntrinsicMemoryMiddleware, subagent_tool
     from intrinsic_memory.nodes import add_intrinsic_memory, memory_node
-    from intrinsic_memory.notes import SIMILAR_NOTES, note_similarity, scripts_of, strip_foreign
+    from intrinsic_memory.notes import restates, scripts_of, strip_foreign
     from intrinsic_memory.schedule import Phase, Schedule
     from intrinsic_memory.state import AgentMemory, IntrinsicMemoryState, MemoryChannel
 

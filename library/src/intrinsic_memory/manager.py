@@ -98,6 +98,8 @@ class IntrinsicMemory:
         mode: "edit" (a few operations; an empty memory is written whole) or "rewrite" (the
             paper: the whole memory again).
         max_edits: the most operations one edit answer may make.
+        min_new_words: an output with fewer figures and words the memory lacks is not
+            news and costs no update call (`is_news`); 0 updates after every output.
         token_counter: counts a text's tokens for the budget (default: tiktoken cl100k).
 
     Raises ValueError (TypeError for a model of another kind) for a bad argument, naming it
@@ -113,6 +115,7 @@ class IntrinsicMemory:
         memory_tokens: int = DEFAULT_MEMORY_TOKENS,
         mode: UpdateMode = "edit",
         max_edits: int = DEFAULT_MAX_EDITS,
+        min_new_words: int = MIN_NEW_WORDS,
         token_counter: Any = count_tokens,
     ) -> None:
         if mode not in UPDATE_MODES:
@@ -123,11 +126,16 @@ class IntrinsicMemory:
             )
         if not isinstance(max_edits, int) or max_edits < 1:
             raise ValueError(f"max_edits={max_edits!r}: give 1 or more")
+        if not isinstance(min_new_words, int) or min_new_words < 0:
+            raise ValueError(
+                f"min_new_words={min_new_words!r}: give 0 (update after every turn) or more"
+            )
         self.model = resolve_model(model)
         self.template = MemoryTemplate.of(template)
         self.memory_tokens = memory_tokens
         self.mode: UpdateMode = mode
         self.max_edits = max_edits
+        self.min_new_words = min_new_words
         self.count = token_counter
         self.limits = MemoryLimits.for_budget(self.template, memory_tokens)
         self._variants: dict[str, IntrinsicMemory] = {}  # with_template's, one per template
@@ -293,12 +301,14 @@ class IntrinsicMemory:
 
     def is_news(self, memory: Memory | str | None, output: str) -> bool:
         """Whether `output` gives `memory` something to keep: an empty memory takes any
-        output; otherwise at least `MIN_NEW_WORDS` of the output's figures and words must be
+        output; otherwise at least `min_new_words` of the output's figures and words must be
         missing from it (`notes.new_words`). An output that is not news costs no call."""
         current = self.read(memory)
         if not output.strip():
             return False
-        return current.is_empty or len(new_words(output, current.render())) >= MIN_NEW_WORDS
+        if current.is_empty or not self.min_new_words:
+            return True
+        return len(new_words(output, current.render())) >= self.min_new_words
 
     def _unchanged(self, memory: Memory) -> MemoryUpdate:
         return MemoryUpdate(memory, zero_usage(), Repairs(), cut_off=False, changed=False)

@@ -33,6 +33,7 @@ __all__ = [
     "SIMILAR_NOTES",
     "new_words",
     "note_similarity",
+    "restates",
     "scripts_of",
     "strip_foreign",
 ]
@@ -140,6 +141,13 @@ def note_similarity(a: str, b: str) -> float:
     return len(x & y) / len(x | y) if x | y else 1.0
 
 
+def restates(a: str, b: str) -> bool:
+    """Whether two notes restate each other: their token Jaccard similarity is at least
+    `SIMILAR_NOTES` (0.6), e.g. "Budget: USD 45,000 a month" and "The budget is USD 45,000
+    a month"."""
+    return note_similarity(a, b) >= SIMILAR_NOTES
+
+
 def _says_more(new: str, old: str) -> bool:
     """Whether `new` holds a figure `old` lacks, or more distinct words."""
     new_words, old_words = set(words(new)), set(words(old))
@@ -156,7 +164,7 @@ def reconcile(kept: list[list[str]], fresh: set[str]) -> int:
     for index, section in enumerate(kept):
         for note in list(section):
             twin = next(
-                (s for s in seen if note_similarity(note, s[1]) >= SIMILAR_NOTES),
+                (s for s in seen if restates(note, s[1])),
                 None,
             )
             if twin is None or note not in fresh:
