@@ -6,8 +6,9 @@ derivations that do not add up.
   headings echoed back, schema residue (brackets, braces, JSON keys), an agent's id or
   role name standing for a component, a line spoken by an agent ("IA proposes..."), or a
   lead-in whose list never came (a line ending in ":").
-- Copied: the share of a text's word 5-grams found verbatim in the brief or the task's
-  requirements. A sentence copied from the brief does not say how a component works.
+- Copied: the share of a text's word 4-grams found verbatim in the brief or the task's
+  requirements. A sentence copied from the brief, or nearly, does not say how a component
+  works.
 - Figures: a number with a unit ("30 days", "12 TB/day", "5 min"). A figure *conflicts* with
   a limit of the brief (a key figure with `limit`: a latency, a retention, the budget, an
   availability) when the clause stating it shares the limit's words ("raw", "deleted") and
@@ -40,7 +41,7 @@ __all__ = [
     "unit_errors",
 ]
 
-COPY_NGRAM = 5
+COPY_NGRAM = 4  # near-copies ("appear on the dashboard within 5 minutes") share 4-grams
 SCALE = 10  # a figure this many times above or below a limit measures something else
 _VOTE = re.compile(r"\b(ACCEPT|REJECT|FINALIZE)\b")
 _RESIDUE = re.compile(r"[\[\]{}]|\"\s*:|\w+_\w+\s*[:\]]|\bplan\]|^\W+$")
@@ -205,12 +206,12 @@ def junk_reason(text: str, task: Task, instructions: Iterable[str] = ()) -> str:
     return ""
 
 
-def copied_share(text: str, sources: Sequence[str]) -> float:
-    """Share of `text`'s word 5-grams found verbatim in `sources` (0 for a shorter text)."""
-    grams = ngrams(text, COPY_NGRAM)
+def copied_share(text: str, sources: Sequence[str], n: int = COPY_NGRAM) -> float:
+    """Share of `text`'s word n-grams found verbatim in `sources` (0 for a shorter text)."""
+    grams = ngrams(text, n)
     if not grams:
         return 0.0
-    pool = ngram_set(sources, COPY_NGRAM)
+    pool = ngram_set(sources, n)
     return sum(g in pool for g in grams) / len(grams)
 
 

@@ -31,6 +31,7 @@ __all__ = ["Compiled", "accepted_proposal", "compile_design"]
 
 ATTEMPTS = 2  # a part whose answer cannot be used is asked for once more
 PROPOSAL_TOKENS = 160  # the accepted proposal: its first whole lines within this many tokens
+MEMORY_TOKENS = 160  # an owner's memory notes, likewise
 
 
 @dataclass
@@ -54,6 +55,16 @@ def _clean_lines(text: str, task: Task, instructions: Sequence[str]) -> list[str
         if usable and body not in kept:
             kept.append(body)
     return kept
+
+
+def _owner_notes(task: Task, memory: str, instructions: Sequence[str]) -> str:
+    """A memory's usable notes, newest section last, within `MEMORY_TOKENS`."""
+    kept: list[str] = []
+    for line in _clean_lines(memory, task, instructions):
+        if count_tokens("\n".join([*kept, line])) > MEMORY_TOKENS:
+            break
+        kept.append(line)
+    return "\n".join(f"- {line}" for line in kept)
 
 
 def accepted_proposal(
@@ -132,11 +143,8 @@ def compile_design(
     by_slot: dict[str, tuple[Component, dict[str, str]]] = {}
     order = sorted(plan.components, key=lambda s: [c.owner for c in plan.components].index(s.owner))
     for number, slot in enumerate(order, 1):
-        memory = "\n".join(
-            f"- {line}"
-            for line in _clean_lines(
-                str((memories.get(slot.owner) or {}).get("text", "")), task, instructions
-            )
+        memory = _owner_notes(
+            task, str((memories.get(slot.owner) or {}).get("text", "")), instructions
         )
         answer = asker.ask(
             "component",
@@ -251,7 +259,7 @@ def _conflicts(task: Task, design: Design) -> list[Conflict]:
     found: list[Conflict] = []
     texts = [("Summary", design.summary)]
     for c in design.components:
-        texts.append((c.title, " ".join([c.does, c.why, *c.pros, *c.cons])))
+        texts.append((c.title, ". ".join([c.does, c.why, *c.pros, *c.cons])))
     texts += [(f"Plan step {n}", step) for n, step in enumerate(design.plan, 1)]
     texts += [(f"Requirement {r.id}", r.how) for r in design.requirements if r.met_by != "costs"]
     texts += [(e.label, e.derivation) for e in design.estimates]

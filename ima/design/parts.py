@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ima.core.ngrams import words
 from ima.design.checks import (
     compute_derivation,
     copied_share,
@@ -39,7 +40,54 @@ MIN_STEPS, MAX_STEPS = 3, 6
 COPIED = 0.5
 # An estimate whose value is off its own derivation by more than this takes the derivation's.
 TOLERANCE = 0.05
-_PLACEHOLDERS = {"", "n/a", "na", "none", "tbd", "todo", "technology", "cloud", "service", "..."}
+# Words that name no product: a technology made only of them ("Cloud-based platform",
+# "EU Cloud Service") says nothing a reader could build on.
+_GENERIC = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "of",
+        "for",
+        "with",
+        "based",
+        "eu",
+        "european",
+        "cloud",
+        "clouds",
+        "service",
+        "services",
+        "platform",
+        "system",
+        "systems",
+        "solution",
+        "component",
+        "components",
+        "pipeline",
+        "data",
+        "managed",
+        "storage",
+        "processing",
+        "stream",
+        "streaming",
+        "batch",
+        "database",
+        "tool",
+        "tools",
+        "technology",
+        "software",
+        "application",
+        "server",
+        "servers",
+        "n",
+        "a",
+        "na",
+        "none",
+        "tbd",
+        "todo",
+    ]
+)
 
 
 def _text(max_length: int, min_length: int = 3) -> dict[str, Any]:
@@ -75,8 +123,10 @@ def output_cap(schema: dict[str, Any]) -> int:
 
 
 def requirement_lines(task: Task, ids: Sequence[str]) -> str:
-    texts = {r.id: " ".join(r.text.split()) for r in task.requirements}
-    return "\n".join(f"- {rid}: {texts[rid]}" for rid in ids) or "- (none in particular)"
+    """The requirements by id and title (a few words, so the answer is not a copy of the
+    requirement's sentence), or their text when the task gives no title."""
+    named = {r.id: r.title or " ".join(r.text.split()) for r in task.requirements}
+    return "\n".join(f"- {rid}: {named[rid]}" for rid in ids) or "- (none in particular)"
 
 
 def estimate_lines(slots: Sequence[EstimateSlot]) -> str:
@@ -119,37 +169,37 @@ def cost_sentence(costs: Costs) -> str:
 
 
 def component_schema(slot: ComponentSlot) -> dict[str, Any]:
-    items = {"type": "array", "items": _text(70), "minItems": 1, "maxItems": 2}
+    items = {"type": "array", "items": _text(60), "minItems": 1, "maxItems": 2}
     properties = {
-        "name": _text(50),
-        "technology": _text(50, 2),
-        "does": _text(160, 20),
-        "why": _text(160, 20),
+        "name": _text(40),
+        "technology": _text(40, 2),
+        "does": _text(120, 20),
+        "why": _text(120, 20),
         "pros": items,
         "cons": items,
     }
     if slot.meets:
-        properties["how"] = _object({rid: _text(170, 20) for rid in slot.meets})
+        properties["how"] = _object({rid: _text(130, 20) for rid in slot.meets})
     return {"title": f"component_{slot.id}", **_object(properties)}
 
 
 def estimates_schema(slots: Sequence[EstimateSlot]) -> dict[str, Any]:
-    entry = _object({"value": {"type": "number"}, "derivation": _text(120, 5)})
+    entry = _object({"value": {"type": "number"}, "derivation": _text(80, 5)})
     return {"title": "estimates", **_object({s.id: entry for s in slots})}
 
 
 def costs_schema(lines: Sequence[str]) -> dict[str, Any]:
-    entry = _object({"usd": {"type": "number"}, "derivation": _text(120, 5)})
+    entry = _object({"usd": {"type": "number"}, "derivation": _text(80, 5)})
     return {"title": "costs", **_object({line: entry for line in lines})}
 
 
 def plan_schema() -> dict[str, Any]:
-    steps = {"type": "array", "items": _text(140, 15), "minItems": MIN_STEPS, "maxItems": MAX_STEPS}
+    steps = {"type": "array", "items": _text(110, 15), "minItems": MIN_STEPS, "maxItems": MAX_STEPS}
     return {"title": "plan", **_object({"steps": steps})}
 
 
 def summary_schema() -> dict[str, Any]:
-    return {"title": "summary", **_object({"summary": _text(420, 40)})}
+    return {"title": "summary", **_object({"summary": _text(360, 40)})}
 
 
 # ----------------------------------------------------------------------------- fallbacks
@@ -240,8 +290,10 @@ class Checker:
             fields |= {k: " ".join(str(data.get(k) or "").split()) for k in ("does", "why")}
             if self._names_an_agent(fields["name"]):
                 raise AnswerError('"name" is an agent of the meeting; name the component')
-            if fields["technology"].lower().strip(" .") in _PLACEHOLDERS:
-                raise AnswerError('"technology" must name a product or managed service')
+            if not set(words(fields["technology"])) - _GENERIC:
+                raise AnswerError(
+                    '"technology" must name a product or service by its name, not a kind of one'
+                )
             if fields["technology"].lower() == fields["name"].lower():
                 raise AnswerError('"technology" repeats the name; give the product it runs on')
             for key in ("name", "technology"):
@@ -331,14 +383,16 @@ class Checker:
         value = entry.get(key)
         derivation = " ".join(str(entry.get("derivation") or "").split())
         usable = isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+        computed = compute_derivation(derivation)
         problem = "" if usable else f'"{name}" needs a positive number'
         problem = problem or self._problem(f"{name} derivation", derivation, own_words=False)
+        if not problem and computed is None:
+            problem = f'"{name}" derivation must be arithmetic: numbers joined by x or +'
         if problem:
             if not final:
                 raise AnswerError(problem)
             return None, "", False
-        computed = compute_derivation(derivation)
-        if computed is not None and computed > 0 and abs(computed - value) > TOLERANCE * computed:
+        if computed > 0 and abs(computed - value) > TOLERANCE * computed:
             return round(computed, 2), derivation, True
         return float(value), derivation, False
 

@@ -29,6 +29,7 @@ from ima.tasks.evidence import matched_keywords, normalise, states_figure
 __all__ = ["design_quality", "own_text"]
 
 COPIED = 0.5
+OWN_WORDS_NGRAM = 5  # a sentence with half its word 5-grams in the brief is copied
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _STRUCTURE = re.compile(r"^\s*(#|\|?\s*-{3}|_|$)")
 
@@ -61,7 +62,8 @@ def own_text(design: Design | Mapping[str, Any] | None) -> str:
 
 
 def _own_sentences(text: str, sources: Sequence[str]) -> str:
-    return " ".join(s for s in _SENTENCE.split(text) if copied_share(s, sources) < COPIED)
+    kept = [s for s in _SENTENCE.split(text) if copied_share(s, sources, OWN_WORDS_NGRAM) < COPIED]
+    return " ".join(kept)
 
 
 def junk_lines(task: Task, markdown: str, instructions: Sequence[str] = ()) -> list[str]:
@@ -105,7 +107,7 @@ def _own_justification(design: Design, sources: Sequence[str]) -> int:
         and c.technology
         and c.why
         and whys.count(c.why.lower()) == 1
-        and copied_share(c.why, sources) < COPIED
+        and copied_share(c.why, sources, OWN_WORDS_NGRAM) < COPIED
     )
 
 

@@ -58,6 +58,7 @@ class Requirement(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     id: str
+    title: str = ""  # a few words of its own, what a documentation prompt names it by
     text: str
     evidence: list[list[str]] = []
 

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from intrinsic_memory import IntrinsicMemory, MemoryTemplate
 from intrinsic_memory.memory import Memory
 from intrinsic_memory.notes import (
     SIMILAR_NOTES,
     note_similarity,
     reconcile,
+    restates,
     scripts_of,
     strip_foreign,
     strip_repeats,
@@ -19,18 +22,50 @@ from intrinsic_memory.notes import (
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage
 
-# Three notes a facilitator stored in one memory (a default meeting on the embedded model).
-RESTATED = [
-    "The meeting needs to focus on requirements and constraints from the brief matter, "
-    "including camera counts",
-    "The meeting needs to focus on requirements and constraints from the brief matter, "
-    "including camera counts (6 cameras)",
-    "The meeting needs to focus on the requirements and constraints from the brief",
-]
+# Notes a default meeting on the embedded model stored (12-06, before reconciliation): each
+# memory's notes in the order they were written; every list restates itself.
+STORED = {
+    "CDA": [
+        "Design a comprehensive data pipeline for Nordlicht Mobility's 200 autonomous-driving "
+        "test vehicles in Germany",
+        "Data pipeline design for Nordlicht Mobility's autonomous-driving test vehicles.",
+        "Design a comprehensive data pipeline for Nordlicht Mobility's 200 autonomous-driving "
+        "test vehicles in Germany, France",
+        "Requirements and constraints from the brief matter.",
+        "Requirements and constraints from the brief matter",
+        "KIA: I propose to retrain perception models every two weeks; each run takes about 400 "
+        "A100 GPU-hours",
+    ],
+    "BOA": ["No full designs.", "No full designs.", "No full designs."],
+    "MLA": [
+        "retrain perception models every two weeks; each run takes about 400 A100 GPU-hours",
+        "Retrained perception models every two weeks; each run takes about 400 A100 GPU-hours",
+    ],
+    "KIA": [
+        "I proposed to retrain perception models every two weeks; each run takes about 400 A100 "
+        "GPU-hours, and a candidate must",
+        "I agreed to retrain perception models every two weeks; each run takes about 400 A100 "
+        "GPU-hours, and a candidate must",
+        "No new proposals of your own; my digest is what the others build on.",
+    ],
+}
+# A note, one that restates it saying more (France), and one that restates it saying less.
+RESTATED = [STORED["CDA"][0], STORED["CDA"][2], STORED["CDA"][1]]
 DISTINCT = [
     "Safety events reach the dashboard within 5 minutes over cellular",
     "Depot Wi-Fi offload carries 12 TB/day overnight",
 ]
+
+
+@pytest.mark.parametrize("role", sorted(STORED))
+def test_todays_stored_notes_reconciled_as_written_leave_no_pair_that_restates(role):
+    sections: list[list[str]] = [[]]
+    for note in STORED[role]:
+        sections[0].append(note)
+        reconcile(sections, fresh={note})
+    kept = sections[0]
+    assert kept and not any(restates(a, b) for i, a in enumerate(kept) for b in kept[i + 1 :])
+    assert role != "CDA" or len(kept) == 3  # the task, the brief's constraints, KIA's point
 
 
 def test_notes_that_restate_each_other_are_at_least_the_threshold_apart():
