@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from intrinsic_memory import IntrinsicMemory, MemoryTemplate
 from intrinsic_memory.memory import Memory
 from intrinsic_memory.notes import (
