@@ -7,8 +7,8 @@ Each model call of that agent sees its system prompt, its task, its own memory a
 newest whole messages that fit the budget (`fit_context`); the saved transcript is
 unchanged. The system prompt counts in the budget: given to the middleware, a budget that
 cannot hold it is refused when the middleware is made; given to `create_agent`, at the
-first model call. After the agent's
-turn its memory is updated from its own output into `intrinsic_memory[agent]`.
+first model call. After the agent's turn its memory is updated from its own output into
+`intrinsic_memory[agent]`.
 
 A supervisor whose subagents are tools: give each subagent the middleware and hand it to
 the supervisor as `subagent_tool(subagent, name=..., description=...)`; the supervisor's
