@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal, NotRequired
 
+from intrinsic_memory import add_usage as add_usage  # usage summed per role and call kind
 from intrinsic_memory.models import CallUsage as CallUsage
 from intrinsic_memory.models import add_call_usage as add_call_usage
 from intrinsic_memory.models import zero_usage as zero_usage
@@ -106,18 +107,6 @@ def merge_slots(current: dict[str, Any], batches: Sequence[dict[str, Any]]) -> d
     out = dict(current)
     for batch in batches:
         out.update(batch)
-    return out
-
-
-def add_usage(
-    current: dict[str, dict[str, CallUsage]], update: dict[str, dict[str, CallUsage]]
-) -> dict[str, dict[str, CallUsage]]:
-    """Sum usage per role and call kind."""
-    out = {role: dict(kinds) for role, kinds in (current or {}).items()}
-    for role, kinds in update.items():
-        for kind, u in kinds.items():
-            prev = out.setdefault(role, {}).get(kind)
-            out[role][kind] = u if prev is None else add_call_usage(prev, u)
     return out
 
 

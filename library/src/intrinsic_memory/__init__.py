@@ -33,12 +33,17 @@ _EXPORTS = {
     "restates": "intrinsic_memory.notes",
     "scripts_of": "intrinsic_memory.notes",
     "strip_foreign": "intrinsic_memory.notes",
+    "UsageChannel": "intrinsic_memory.state",
+    "add_usage": "intrinsic_memory.state",
+    "CallUsage": "intrinsic_memory.models",
+    "count_message_tokens": "intrinsic_memory.tokens",
     "Phase": "intrinsic_memory.schedule",
     "Schedule": "intrinsic_memory.schedule",
 }
 
 __all__ = [
     "AgentMemory",
+    "CallUsage",
     "IntrinsicMemory",
     "IntrinsicMemoryMiddleware",
     "IntrinsicMemoryState",
@@ -46,7 +51,10 @@ __all__ = [
     "MemoryTemplate",
     "Phase",
     "Schedule",
+    "UsageChannel",
     "add_intrinsic_memory",
+    "add_usage",
+    "count_message_tokens",
     "fit_context",
     "memory_node",
     "restates",
@@ -61,10 +69,18 @@ if TYPE_CHECKING:
     from intrinsic_memory.manager import IntrinsicMemory, write_template
     from intrinsic_memory.memory import MemoryTemplate
     from intrinsic_memory.middleware import IntrinsicMemoryMiddleware, subagent_tool
+    from intrinsic_memory.models import CallUsage
     from intrinsic_memory.nodes import add_intrinsic_memory, memory_node
     from intrinsic_memory.notes import restates, scripts_of, strip_foreign
     from intrinsic_memory.schedule import Phase, Schedule
-    from intrinsic_memory.state import AgentMemory, IntrinsicMemoryState, MemoryChannel
+    from intrinsic_memory.state import (
+        AgentMemory,
+        IntrinsicMemoryState,
+        MemoryChannel,
+        UsageChannel,
+        add_usage,
+    )
+    from intrinsic_memory.tokens import count_message_tokens
 
 
 def __getattr__(name: str) -> Any:

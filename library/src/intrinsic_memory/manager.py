@@ -28,6 +28,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from intrinsic_memory import _prompts
+from intrinsic_memory._checks import whole_number
 from intrinsic_memory.memory import (
     Memory,
     MemoryLimits,
@@ -102,9 +103,9 @@ class IntrinsicMemory:
             news and costs no update call (`is_news`); 0 updates after every output.
         token_counter: counts a text's tokens for the budget (default: tiktoken cl100k).
 
-    Raises ValueError (TypeError for a model of another kind) for a bad argument, naming it
-    and the choices. The object holds no memory: pass the previous version to `update` and
-    store what it returns wherever the agent's state lives.
+    Raises ValueError (TypeError for a model or a number of another type) for a bad
+    argument, naming it and the choices. The object holds no memory: pass the previous
+    version to `update` and store what it returns wherever the agent's state lives.
     """
 
     def __init__(
@@ -120,13 +121,13 @@ class IntrinsicMemory:
     ) -> None:
         if mode not in UPDATE_MODES:
             raise ValueError(f"unknown memory update mode {mode!r}: use edit or rewrite")
-        if not isinstance(memory_tokens, int) or memory_tokens < MIN_MEMORY_TOKENS:
+        if whole_number("memory_tokens", memory_tokens) < MIN_MEMORY_TOKENS:
             raise ValueError(
                 f"memory_tokens={memory_tokens!r} is too small: give {MIN_MEMORY_TOKENS} or more"
             )
-        if not isinstance(max_edits, int) or max_edits < 1:
+        if whole_number("max_edits", max_edits) < 1:
             raise ValueError(f"max_edits={max_edits!r}: give 1 or more")
-        if not isinstance(min_new_words, int) or min_new_words < 0:
+        if whole_number("min_new_words", min_new_words) < 0:
             raise ValueError(
                 f"min_new_words={min_new_words!r}: give 0 (update after every turn) or more"
             )
