@@ -199,9 +199,9 @@ def junk_reason(text: str, task: Task, instructions: Iterable[str] = ()) -> str:
         return "it is an agent speaking, not part of a design"
     if plain.endswith(":"):
         return "it ends where a list was to follow"
-    grams = ngrams(plain, COPY_NGRAM)
+    grams = ngrams(plain, COPY_NGRAM)  # a short phrase ("12 GPU-hours per month") repeats none
     sources = ngram_set(instructions, COPY_NGRAM)
-    if grams and sum(g in sources for g in grams) / len(grams) >= 0.5:
+    if len(grams) >= 3 and sum(g in sources for g in grams) / len(grams) >= 0.5:
         return "it repeats the meeting's instructions"
     return ""
 
