@@ -60,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
         f"(cached {usage.get('cached_tokens', 0):,}); {seconds:.0f} s",
         file=sys.stderr,
     )
+    for part, error in compiled.unusable.items():
+        print(f"unusable {part}: {error}", file=sys.stderr)
     quality = design_quality(task, compiled.design, markdown, instructions) or {}
     print(json.dumps(quality, indent=1), file=sys.stderr)
     return 0

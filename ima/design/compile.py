@@ -42,6 +42,7 @@ class Compiled:
     usage: CallUsage = field(default_factory=zero_usage)
     calls: int = 0
     retried: list[str] = field(default_factory=list)  # parts asked for twice
+    unusable: dict[str, str] = field(default_factory=dict)  # part: why its last answer failed
     recomputed: list[str] = field(default_factory=list)  # estimates set to their derivation
 
 
@@ -114,6 +115,8 @@ class _Asker:
         self.compiled.calls += outcome.attempts
         if outcome.attempts > 1:
             self.compiled.retried.append(part)
+        if outcome.error:
+            self.compiled.unusable[part] = outcome.error
         return outcome.value
 
 
@@ -158,7 +161,8 @@ def compile_design(
             ask=slot.ask,
             requirements=parts.requirement_lines(task, slot.meets),
         )
-        by_slot[slot.id] = answer or (parts.open_component(slot), {})
+        reason = compiled.unusable.get(slot.id, "")
+        by_slot[slot.id] = answer or (parts.open_component(slot, reason), {})
     design = compiled.design
     design.components = [by_slot[s.id][0] for s in plan.components]
 

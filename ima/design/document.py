@@ -35,7 +35,7 @@ class _Strict(BaseModel):
 
 class Component(_Strict):
     """One part of the design. `status` is "open" when no usable answer came: the other
-    fields are then empty."""
+    fields are then empty, and `open_because` says what was wrong with the last answer."""
 
     id: str
     title: str
@@ -46,6 +46,7 @@ class Component(_Strict):
     pros: list[str] = []
     cons: list[str] = []
     status: Literal["written", "open"] = "written"
+    open_because: str = ""  # why the last answer could not be used
 
 
 class Estimate(_Strict):

@@ -205,8 +205,8 @@ def summary_schema() -> dict[str, Any]:
 # ----------------------------------------------------------------------------- fallbacks
 
 
-def open_component(slot: ComponentSlot) -> Component:
-    return Component(id=slot.id, title=slot.title, status="open")
+def open_component(slot: ComponentSlot, reason: str = "") -> Component:
+    return Component(id=slot.id, title=slot.title, status="open", open_because=reason)
 
 
 def empty_estimates(slots: Sequence[EstimateSlot]) -> list[Estimate]:

@@ -8,7 +8,7 @@ from ima.design.document import Component, Design
 __all__ = ["MISSING", "render_design"]
 
 MISSING = "_Missing: the documentation step could not write this part._"
-OPEN_COMPONENT = "_Open: no usable answer; this part of the design is still to be decided._"
+OPEN_COMPONENT = "this part of the design is still to be decided"
 
 
 def _number(value: float | None) -> str:
@@ -23,7 +23,8 @@ def _cell(text: str) -> str:
 
 def _component(n: int, component: Component) -> str:
     if component.status == "open":
-        return f"### {n}. {component.title}\n{OPEN_COMPONENT}"
+        why = f" ({component.open_because})" if component.open_because else ""
+        return f"### {n}. {component.title}\n_Open: no usable answer{why}; {OPEN_COMPONENT}_"
     lines = [f"### {n}. {component.title}: {component.name} ({component.technology})"]
     lines.append(component.does)
     lines.append(f"- **Why:** {component.why}")
