@@ -46,25 +46,19 @@ class Compiled:
     recomputed: list[str] = field(default_factory=list)  # estimates set to their derivation
 
 
-def _clean_lines(text: str, task: Task, instructions: Sequence[str]) -> list[str]:
-    """The lines of a turn or memory that may feed a design: no votes, flags, echoed
-    instructions or residue; each line once."""
+def _clean_lines(text: str, task: Task, instructions: Sequence[str], tokens: int) -> str:
+    """The lines of a turn or memory that may feed a design, as a list within `tokens`:
+    no headings, votes, flags, echoed instructions or residue; each line once."""
     kept: list[str] = []
     for line in text.splitlines():
-        body = line.strip().lstrip("-*# ").strip()
-        usable = len(body.split()) >= 3 and not junk_reason(body, task, instructions)
-        if usable and body not in kept:
-            kept.append(body)
-    return kept
-
-
-def _owner_notes(task: Task, memory: str, instructions: Sequence[str]) -> str:
-    """A memory's usable notes, newest section last, within `MEMORY_TOKENS`."""
-    kept: list[str] = []
-    for line in _clean_lines(memory, task, instructions):
-        if count_tokens("\n".join([*kept, line])) > MEMORY_TOKENS:
+        if line.lstrip().startswith("#"):
+            continue
+        body = line.strip().lstrip("-*").strip()
+        if len(body.split()) < 3 or body in kept or junk_reason(body, task, instructions):
+            continue
+        if count_tokens("\n".join([*kept, body])) > tokens:
             break
-        kept.append(line)
+        kept.append(body)
     return "\n".join(f"- {line}" for line in kept)
 
 
@@ -77,13 +71,9 @@ def accepted_proposal(
     integrator = (task.schedule.after_round or [task.schedule.facilitator])[0]
     for turn in reversed(transcript):
         if turn.get("speaker") == integrator:
-            kept: list[str] = []
-            for line in _clean_lines(str(turn.get("content", "")), task, instructions):
-                if count_tokens("\n".join([*kept, line])) > PROPOSAL_TOKENS:
-                    break
-                kept.append(line)
-            if kept:
-                return "\n".join(f"- {line}" for line in kept)
+            text = str(turn.get("content", ""))
+            if lines := _clean_lines(text, task, instructions, PROPOSAL_TOKENS):
+                return lines
     return "- (no proposal was summarised: use the brief)"
 
 
@@ -146,9 +136,8 @@ def compile_design(
     by_slot: dict[str, tuple[Component, dict[str, str]]] = {}
     order = sorted(plan.components, key=lambda s: [c.owner for c in plan.components].index(s.owner))
     for number, slot in enumerate(order, 1):
-        memory = _owner_notes(
-            task, str((memories.get(slot.owner) or {}).get("text", "")), instructions
-        )
+        notes = str((memories.get(slot.owner) or {}).get("text", ""))
+        memory = _clean_lines(notes, task, instructions, MEMORY_TOKENS)
         answer = asker.ask(
             "component",
             slot.id,
