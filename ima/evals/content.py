@@ -33,7 +33,7 @@ from typing import Any
 
 from ima.core.ngrams import NGRAM, Gram, copied_share, ngram_set, ngrams
 from ima.design.checks import figure_conflicts
-from ima.design.quality import design_quality, own_text
+from ima.design.quality import design_quality, junk_lines, own_text
 from ima.method.in_view import in_view_at_last_turn
 from ima.method.memory_quality import memory_hygiene, memory_report
 from ima.method.prompting import instruction_texts
@@ -150,6 +150,8 @@ def content_metrics(
     quality = design_quality(task, spec, design, instructions)
     if quality is not None:  # a structured design: measure what it says in its own words
         design = spec = own_text(spec)
+    elif design:  # a design of another shape: its lines are checked all the same
+        quality = {"junk_lines": junk_lines(task, design, instructions)}
     parroting: list[float | None] = []
     repetition: list[float | None] = []
     design_share = None
@@ -226,8 +228,9 @@ def content_summary(metrics: Mapping[str, Any]) -> dict[str, Any]:
         "in_view_last_turn_pct": pct((metrics.get("in_view") or {}).get("mean")),
     }
     if d := metrics.get("design"):
+        summary["design_junk_lines"] = len(d["junk_lines"])
+    if d and "components" in d:
         summary |= {
-            "design_junk_lines": len(d["junk_lines"]),
             "components_justified": f"{d['components_justified']}/{d['components']}",
             "requirements_addressed": f"{len(d['addressed'])}/{d['requirements_listed']}",
             "requirements_open": d["requirements_open"],
