@@ -264,8 +264,11 @@ def measure(result: dict[str, Any]) -> dict[str, Any]:
         turns=state.get("transcript") or [],
         brief=state.get("brief"),
         templates=templates,
+        memories=state.get("memories"),
     )
     at_cap, stored = answers_at_cap(record, log)
+    quality = content.get("design") or {}
+    hygiene = content.get("memory_hygiene") or {}
     in_view = in_view_at_last_turn(task, state)
     usage = record["usage"]
     figures = {
@@ -288,6 +291,16 @@ def measure(result: dict[str, Any]) -> dict[str, Any]:
         "coverage": _pct(evidence_coverage(task, design, spec)["score"]),
         "parroting_design": _pct(content["parroting"]["design"]),
         "design_bytes": len(design.encode()),
+        "junk_lines": len(quality.get("junk_lines", [])),
+        "components_justified": quality.get("components_justified"),
+        "requirements_addressed": len(quality["addressed"]) if "addressed" in quality else None,
+        "requirements_open": len(quality["requirements_open"]) if "addressed" in quality else None,
+        "unit_errors": len(quality["unit_errors"]) if "addressed" in quality else None,
+        "figure_conflicts": len(content["grounding"]["conflicts"]),
+        "memory_restated_pairs": hygiene.get("restated_pairs"),
+        "memory_notes": hygiene.get("notes"),
+        "memory_foreign_script": hygiene.get("foreign_script"),
+        "consensus": int(record["status"] == "finalized"),
         "design_missing": final.get("missing", []),
         "spec_valid": bool(final.get("valid")),
         "status": record["status"],
