@@ -13,7 +13,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from ima.core.settings import RunContext
+from ima.core.settings import MEETING_NEWS_WORDS, RunContext
 from ima.graph.builder import compile_graph
 from ima.runs.registry import RunRegistry
 from ima.runs.runner import load_state
@@ -64,14 +64,14 @@ def stored_state(thread: str, db: str = "runs/ima.sqlite") -> dict[str, Any]:
     return load_state(record, db)
 
 
-def remembered_turns(values: dict[str, Any]) -> set[int]:
+def remembered_turns(values: dict[str, Any], news_words: int = MEETING_NEWS_WORDS) -> set[int]:
     """The turns of a finished run that gave their speaker's memory something to keep
     (news to it as it stood then: `IntrinsicMemory.is_news`); the others cost no update."""
     from intrinsic_memory import IntrinsicMemory
     from intrinsic_memory.schedule import only_markers
     from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 
-    memory = IntrinsicMemory(FakeMessagesListChatModel(responses=[]))
+    memory = IntrinsicMemory(FakeMessagesListChatModel(responses=[]), min_new_words=news_words)
     news = set()
     for turn in values["transcript"]:
         speaker, index = turn["speaker"], turn["index"]

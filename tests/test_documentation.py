@@ -63,8 +63,7 @@ HOW = {
 
 def component(slot, **changes):
     value = {
-        "name": f"{slot.title} service",
-        "technology": "Amazon S3" if "storage" in slot.id else "AWS Batch",
+        "technology": slot.options[0],
         "does": f"It runs the {slot.title.lower()} for the whole fleet every day.",
         "why": f"A managed {slot.title.lower()} suits a team that cannot run servers.",
         "pros": ["little to operate"],
@@ -177,26 +176,25 @@ def test_an_estimate_that_does_not_add_up_takes_its_derivation(task):
             }
         )
     )
-    answers = [component(s) for s in slots(task)] + [wrong, COSTS, PLAN, SUMMARY]
-    design = Design.model_validate(document(task, answers)[0]["final"]["spec"])
-    assert design.estimates[0].value == 360
+    answers = [component(s) for s in slots(task)] + [wrong, wrong, COSTS, PLAN, SUMMARY]
+    update, prompts = document(task, answers)
+    assert '"storage" is 999, but its derivation gives 360: fix one' in prompts[9]
+    assert Design.model_validate(update["final"]["spec"]).estimates[0].value == 360
 
 
 def test_a_component_that_cannot_be_used_is_asked_again_then_left_open(task):
-    """The first component names an agent, twice: it is open, its requirements are open,
-    and every other part is written."""
+    """The first component names no technology of the task's, twice: it is open, its
+    requirements are open, and every other part is written."""
     first = slots(task)[0]
-    answers = [component(first, name="DEA pipeline"), component(first, name="DEA pipeline")]
+    answers = [component(first, technology="DEA cloud")] * 2
     answers += [component(s) for s in slots(task)[1:]] + [ESTIMATES, COSTS, PLAN, SUMMARY]
     update, prompts = document(task, answers)
     design = Design.model_validate(update["final"]["spec"])
     assert design.components[0].status == "open"
-    assert "agent of the meeting" in prompts[1]  # the retry names the problem
+    assert '"technology" must be one of: AWS DataSync' in prompts[1]  # the retry says why
     assert {r.id for r in design.requirements if r.status == "open"} == {"R1", "R4", "R11"}
     assert all(c.status == "written" for c in design.components[1:]) and design.summary
-    assert (
-        '_Open: no usable answer ("name" is an agent of the meeting' in update["final"]["markdown"]
-    )
+    assert '_Open: no usable answer ("technology" must be one of' in update["final"]["markdown"]
 
 
 def test_a_sentence_copied_from_the_brief_does_not_say_how(task):

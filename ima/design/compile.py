@@ -148,6 +148,7 @@ def compile_design(
             number=number,
             title=slot.title,
             ask=slot.ask,
+            technology=parts.technology_ask(slot),
             requirements=parts.requirement_lines(task, slot.meets),
         )
         reason = compiled.unusable.get(slot.id, "")

@@ -36,12 +36,93 @@ __all__ = [
 ]
 
 MIN_STEPS, MAX_STEPS = 3, 6
+# A plan's step is an action: it opens with one of these verbs (in the imperative).
+ACTION_VERBS = frozenset(
+    [
+        "add",
+        "adopt",
+        "automate",
+        "build",
+        "buy",
+        "choose",
+        "configure",
+        "connect",
+        "create",
+        "decommission",
+        "define",
+        "deliver",
+        "deploy",
+        "design",
+        "document",
+        "enable",
+        "encrypt",
+        "establish",
+        "estimate",
+        "extend",
+        "finish",
+        "harden",
+        "hire",
+        "implement",
+        "import",
+        "index",
+        "install",
+        "integrate",
+        "introduce",
+        "label",
+        "launch",
+        "load",
+        "migrate",
+        "monitor",
+        "move",
+        "negotiate",
+        "onboard",
+        "open",
+        "operate",
+        "order",
+        "pilot",
+        "plan",
+        "prepare",
+        "procure",
+        "provision",
+        "publish",
+        "purchase",
+        "record",
+        "register",
+        "release",
+        "replicate",
+        "retrain",
+        "review",
+        "roll",
+        "run",
+        "scale",
+        "secure",
+        "select",
+        "set",
+        "ship",
+        "sign",
+        "start",
+        "switch",
+        "test",
+        "train",
+        "transfer",
+        "tune",
+        "turn",
+        "upgrade",
+        "upload",
+        "validate",
+        "verify",
+        "write",
+    ]
+)
+TEXTS = ("technology", "does", "why")  # a component's one-line fields
 # A sentence whose word 5-grams are this much the brief's or the requirements' is copied.
 COPIED = 0.5
-# An estimate whose value is off its own derivation by more than this takes the derivation's.
+# An estimate off its own derivation by more than this (after a change of unit by powers of
+# 1,000) is asked about once, then takes the derivation's result.
 TOLERANCE = 0.05
 # Words that name no product: a technology made only of them ("Cloud-based platform",
 # "EU Cloud Service") says nothing a reader could build on.
+_FIGURE_NUMBERS = re.compile(r"\d[\d,.]*")
 _GENERIC = frozenset(
     [
         "a",
@@ -103,6 +184,17 @@ def _object(properties: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def given_texts(task: Task, brief: str) -> list[str]:
+    """What a design's own words must not copy: the brief, the requirements (texts and
+    titles) and what the task asks of each component."""
+    return [
+        brief,
+        *(r.text for r in task.requirements),
+        *(r.title for r in task.requirements if r.title),
+        *(s.ask for s in task.design_plan.components),
+    ]
+
+
 def output_cap(schema: dict[str, Any]) -> int:
     """Tokens for the fullest answer `schema` allows: 2 characters a token for text
     (figures split digit by digit), 8 for each key and number, and the punctuation."""
@@ -127,6 +219,13 @@ def requirement_lines(task: Task, ids: Sequence[str]) -> str:
     requirement's sentence), or their text when the task gives no title."""
     named = {r.id: r.title or " ".join(r.text.split()) for r in task.requirements}
     return "\n".join(f"- {rid}: {named[rid]}" for rid in ids) or "- (none in particular)"
+
+
+def technology_ask(slot: ComponentSlot) -> str:
+    """What the prompt asks of the technology: one of the task's candidates, or its own."""
+    if slot.options:
+        return "the one of these it runs on: " + "; ".join(slot.options)
+    return "the product or managed cloud service it runs on, by its name"
 
 
 def estimate_lines(slots: Sequence[EstimateSlot]) -> str:
@@ -171,8 +270,7 @@ def cost_sentence(costs: Costs) -> str:
 def component_schema(slot: ComponentSlot) -> dict[str, Any]:
     items = {"type": "array", "items": _text(60), "minItems": 1, "maxItems": 2}
     properties = {
-        "name": _text(40),
-        "technology": _text(40, 2),
+        "technology": {"enum": list(slot.options)} if slot.options else _text(40, 2),
         "does": _text(120, 20),
         "why": _text(120, 20),
         "pros": items,
@@ -242,7 +340,7 @@ class Checker:
     def __init__(self, task: Task, brief: str, instructions: Sequence[str]) -> None:
         self.task = task
         self.instructions = list(instructions)
-        self.sources = [brief, *(r.text for r in task.requirements)]
+        self.sources = given_texts(task, brief)
         self.agents = {r.id.lower() for r in task.roles} | {r.name.lower() for r in task.roles}
 
     # -- helpers
@@ -286,19 +384,16 @@ class Checker:
         def parse(text: str) -> tuple[Component, dict[str, str]]:
             final = last()
             data = _object_of(text)
-            fields = {k: " ".join(str(data.get(k) or "").split()) for k in ("name", "technology")}
-            fields |= {k: " ".join(str(data.get(k) or "").split()) for k in ("does", "why")}
-            if self._names_an_agent(fields["name"]):
-                raise AnswerError('"name" is an agent of the meeting; name the component')
-            if not set(words(fields["technology"])) - _GENERIC:
+            fields = {k: " ".join(str(data.get(k) or "").split()) for k in TEXTS}
+            technology = fields["technology"]
+            if slot.options and technology not in slot.options:
+                raise AnswerError(f'"technology" must be one of: {", ".join(slot.options)}')
+            if not set(words(technology)) - _GENERIC or self._names_an_agent(technology):
                 raise AnswerError(
                     '"technology" must name a product or service by its name, not a kind of one'
                 )
-            if fields["technology"].lower() == fields["name"].lower():
-                raise AnswerError('"technology" repeats the name; give the product it runs on')
-            for key in ("name", "technology"):
-                if problem := self._problem(key, fields[key], own_words=False):
-                    raise AnswerError(problem)
+            if problem := self._problem("technology", technology, own_words=False):
+                raise AnswerError(problem)
             for key in ("does", "why"):
                 if problem := self._problem(key, fields[key]):
                     raise AnswerError(problem)
@@ -320,7 +415,9 @@ class Checker:
                 for key, value in [("does", fields["does"]), ("why", fields["why"]), *how.items()]:
                     if conflict := self._conflict(key, value):
                         raise AnswerError(conflict)
-            component = Component(id=slot.id, title=slot.title, pros=pros, cons=cons, **fields)
+            component = Component(
+                id=slot.id, title=slot.title, name=slot.title, pros=pros, cons=cons, **fields
+            )
             return component, how
 
         return parse
@@ -386,13 +483,17 @@ class Checker:
         computed = compute_derivation(derivation)
         problem = "" if usable else f'"{name}" needs a positive number'
         problem = problem or self._problem(f"{name} derivation", derivation, own_words=False)
-        if not problem and computed is None:
-            problem = f'"{name}" derivation must be arithmetic: numbers joined by x or +'
+        if not problem and len(_FIGURE_NUMBERS.findall(derivation)) < 2:
+            problem = f'"{name}" derivation must show how the number follows from others'
         if problem:
             if not final:
                 raise AnswerError(problem)
             return None, "", False
-        if computed > 0 and abs(computed - value) > TOLERANCE * computed:
+        if computed and not _agrees(float(value), computed):
+            if not final:
+                raise AnswerError(
+                    f'"{name}" is {value:g}, but its derivation gives {computed:g}: fix one'
+                )
             return round(computed, 2), derivation, True
         return float(value), derivation, False
 
@@ -407,10 +508,8 @@ class Checker:
                 step = " ".join(str(step).split()).strip()
                 step = re.sub(r"^(?:step\s*)?\d+[.):]\s*", "", step, flags=re.I)
                 first = step.split(" ", 1)[0].lower() if step else ""
-                bad = (
-                    self._problem("step", step, own_words=False)
-                    or (first.isdigit() and "it starts with a number, not an action")
-                    or (self._names_an_agent(first) and "it starts with an agent's name")
+                bad = self._problem("step", step, own_words=False) or (
+                    first not in ACTION_VERBS and "it does not start with an action's verb"
                 )
                 if not bad and step not in steps:
                     steps.append(step[0].upper() + step[1:])
@@ -428,6 +527,12 @@ class Checker:
             return summary
 
         return parse
+
+
+def _agrees(value: float, computed: float) -> bool:
+    """Whether a value is its derivation's result, allowing for a change of unit by powers
+    of 1,000 (a derivation in GB for an estimate in TB)."""
+    return any(abs(value * 1000**k - computed) <= TOLERANCE * abs(computed) for k in range(-3, 4))
 
 
 def _object_of(text: str) -> dict[str, Any]:

@@ -10,7 +10,8 @@ document, for `ima show`, the evaluation report and the benchmarks).
   (`ima.tasks.evidence`, the coverage check) are all found in what that part of the design
   says: the row's "how" and, for a component, its description and justification. A
   sentence copied from the brief or the requirements (half or more of its word 5-grams
-  found there verbatim) is left out, and so is the table's restatement of the requirement.
+  found there verbatim, or in the requirements' titles or the task's asks) is left out, and
+  so is the table's restatement of the requirement.
 - Figures: which key figures of the brief the design's own text states (the requirements'
   restatements left out), and figures in a unit of the wrong kind.
 """
@@ -23,6 +24,7 @@ from typing import Any
 
 from ima.design.checks import copied_share, junk_reason, unit_errors
 from ima.design.document import Design
+from ima.design.parts import given_texts
 from ima.tasks import Task
 from ima.tasks.evidence import matched_keywords, normalise, states_figure
 
@@ -82,7 +84,7 @@ def junk_lines(task: Task, markdown: str, instructions: Sequence[str] = ()) -> l
 
 def addressed_in_own_words(task: Task, design: Design) -> list[str]:
     """The ids of the requirements the design says, in its own words, how it meets."""
-    sources = [task.description, *(r.text for r in task.requirements)]
+    sources = given_texts(task, task.description)
     addressed = []
     for row in design.requirements:
         requirement = next((r for r in task.requirements if r.id == row.id), None)
@@ -121,7 +123,7 @@ def design_quality(
     read = _read(design)
     if read is None:
         return None
-    sources = [task.description, *(r.text for r in task.requirements)]
+    sources = given_texts(task, task.description)
     own = own_text(read)
     figures = [f.id for f in task.key_figures if states_figure(f, normalise(own))]
     addressed = addressed_in_own_words(task, read)

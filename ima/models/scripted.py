@@ -264,11 +264,11 @@ class ScriptedChatModel(BaseChatModel):
             if (2 if retried else 1) <= self.bad_json:
                 return '{"name": '
             title = part.group(1).strip()
-            tech = rng.choice(_TECHNOLOGIES)
+            offered = re.search(r"the one of these it runs on: (.+);\n", ask)
+            tech = rng.choice(offered.group(1).split("; ") if offered else _TECHNOLOGIES)
             meets = re.findall(r"^- (R\d+): ", _between(ask, "It must meet"), re.M)
             return json.dumps(
                 {
-                    "name": f"{title} service",
                     "technology": tech,
                     "does": f"Runs the {title.lower()} part of the pipeline on {tech}.",
                     "why": f"{tech} is a managed service, so a small team can operate it.",

@@ -71,6 +71,7 @@ def make_memory_node(task: Task, role_id: str, models: Models) -> Callable[..., 
             template,
             memory_tokens=settings.memory_tokens,
             mode=settings.memory_update,
+            min_new_words=settings.memory_news_words,
         )
         # A bare vote gives the memory nothing to keep (the vote is in the state): no call.
         own = "" if only_markers(latest["content"]) else latest["content"]

@@ -19,8 +19,9 @@ _ID = r"^[a-z][a-z0-9_]*$"
 
 class ComponentSlot(BaseModel):
     """A part of the design one component fills: what it is for (`ask`), whose memory the
-    documentation draws on besides the accepted proposal (`owner`), and the requirements
-    (ids) it must say how it meets."""
+    documentation draws on besides the accepted proposal (`owner`), the requirements (ids)
+    it must say how it meets, and optionally the candidate technologies it chooses among
+    (`options`, like an architecture team's tech radar; without them it names its own)."""
 
     model_config = ConfigDict(extra="forbid")
     id: str = Field(pattern=_ID)
@@ -28,6 +29,7 @@ class ComponentSlot(BaseModel):
     ask: str = Field(min_length=1)
     owner: str
     meets: list[str] = []
+    options: list[str] = []  # candidate technologies (a tech radar): the answer picks one
 
 
 class EstimateSlot(BaseModel):
