@@ -303,7 +303,7 @@ def run(
             raise UserError(f"brief file {brief_file} is empty")
     path = _db(db)
     if queue:
-        queueing.engine_database(path, "queue")  # before the run exists
+        queueing.engine_database(path, "queue", "run `ima run` without --queue")  # first
     record = create_run(
         task_ref=task,
         memory_mode=memory,

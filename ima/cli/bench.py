@@ -311,7 +311,7 @@ def _bench(
     bench = Bench(env, o.out, database)
     engine = isinstance(bench.db, PostgresDatabase)
     if engine:
-        queueing.engine_database(bench.db, "queue")
+        queueing.engine_database(bench.db)
     if o.report_only:
         if not bench.db.exists():
             raise UserError(f"no {env} benchmark at {bench.where}: check --out and --db")

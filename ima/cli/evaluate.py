@@ -114,7 +114,7 @@ def _shared_database(db: str | None) -> Database | None:
     else:
         return None
     if isinstance(database, PostgresDatabase):
-        queueing.engine_database(database, "queue")
+        queueing.engine_database(database)
     return database
 
 

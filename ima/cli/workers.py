@@ -34,8 +34,8 @@ console = Console()
 STATES = ("stored", "done", "queued", "running", "stalled", "failed", "cancelled")
 
 
-def _engine(db: str | None, command: str) -> PostgresDatabase:
-    return queueing.engine_database(open_database(db), command)
+def _engine(db: str | None) -> PostgresDatabase:
+    return queueing.engine_database(open_database(db))
 
 
 def worker_command(
@@ -88,7 +88,9 @@ def worker_command(
       ima worker --db postgresql://ima@db-host:5432/ima --until-done\n
       ima worker --db postgresql://ima@db-host:5432/ima --out /data/evals   (run files there)
     """
-    database = _engine(db, "worker")
+    database = queueing.engine_database(
+        open_database(db), "worker", "run `ima eval` itself (or `ima bench ...`)"
+    )
     settings = job_settings(concurrency=concurrency, stall_seconds=stall_seconds)
     only = eval_name(evaluation) if evaluation else None
     waiting = _nothing_to_do(database, only, until_done)
@@ -195,7 +197,7 @@ def status_command(
     table: results stored, jobs done, queued, running, stalled (their worker died: queued
     again after the stall timeout), failed (with their error) and cancelled; what each
     worker runs now."""
-    database = _engine(db, "job queue")
+    database = _engine(db)
     found = queueing.progress(database, eval_name(out) if out else None)
     if as_json:
         print(json.dumps(found, indent=2))
@@ -241,7 +243,7 @@ def cancel_command(name: NameArg, db: SharedDbOpt = None) -> None:
     """Cancel a queued evaluation or benchmark: its jobs that have not started are
     cancelled; running ones go on to their end (stop their workers to stop them).
     `ima eval retry NAME` queues it again."""
-    database = _engine(db, "job queue")
+    database = _engine(db)
     evaluation = eval_name(name)
     counts = queueing.cancel(database, evaluation)
     console.print(
@@ -261,7 +263,7 @@ def retry_command(
 ) -> None:
     """Queue again what an evaluation or benchmark has not stored: its failed and cancelled
     jobs (and a cancelled chain's next episodes)."""
-    database = _engine(db, "job queue")
+    database = _engine(db)
     evaluation = eval_name(name)
     shared = SharedEvaluation(database, evaluation)
     config = shared.read_config()

@@ -169,7 +169,7 @@ class Bench:
         failed ones with their errors."""
         if not isinstance(self.db, PostgresDatabase):
             return None
-        found = queueing.progress(queueing.engine_database(self.db, "job table"), self.name)
+        found = queueing.progress(queueing.engine_database(self.db), self.name)
         return {"counts": found["evaluations"].get(self.name, {}), "failures": found["failures"]}
 
 

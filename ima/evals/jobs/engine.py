@@ -62,9 +62,9 @@ def worker_options(settings: JobSettings, url: str, root: str | None = None) -> 
     }
 
 
-def _env_settings() -> JobSettings:
-    """IMA_JOB_* as `procrastinate --app` sees them: the defaults where a value is bad
-    (`ima worker` says so in one line)."""
+def env_settings() -> JobSettings:
+    """IMA_JOB_* as a worker's jobs see them: the defaults where a value is bad (`ima
+    worker` says so in one line when it starts)."""
     try:
         return JobSettings()
     except ValueError:
@@ -72,7 +72,7 @@ def _env_settings() -> JobSettings:
 
 
 _url = os.environ.get("IMA_DB", "")
-SETTINGS = _env_settings()
+SETTINGS = env_settings()  # at import: what `procrastinate --app` starts with
 app = App(
     connector=connector(_url if is_url(_url) else ""),
     import_paths=[TASKS],

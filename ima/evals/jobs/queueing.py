@@ -57,13 +57,17 @@ class Planned:
     thread: str
 
 
-def engine_database(db: Database, command: str) -> PostgresDatabase:
+def engine_database(
+    db: Database,
+    needs: str = "job queue",
+    instead: str = "`ima eval` and `ima bench` run their jobs themselves there",
+) -> PostgresDatabase:
     """`db` if it is PostgreSQL with procrastinate's tables of this version (applied on
-    first use); else one line saying why not."""
+    first use); else one line: one machine needs no `needs`, do `instead`."""
     if not isinstance(db, PostgresDatabase):
         raise UserError(
-            f"one machine needs no {command}: run `ima eval` (or `ima bench ...`) itself; "
-            "workers share a PostgreSQL database (--db postgresql://USER@HOST:PORT/DBNAME)"
+            f"one machine needs no {needs}: {instead}; the job queue lives in a shared "
+            "PostgreSQL database (--db postgresql://USER@HOST:PORT/DBNAME)"
         )
     db.exists()  # connects, or says in one line why it cannot
     ensure_schema(db)

@@ -29,7 +29,7 @@ from ima.core.errors import UserError
 from ima.evals.bench import jobs as bench_jobs
 from ima.evals.bench.plan import plan_from_config as bench_plan
 from ima.evals.bench.plan import upgraded
-from ima.evals.jobs.engine import MAINTENANCE, SETTINGS, app, retry_stalled
+from ima.evals.jobs.engine import MAINTENANCE, SETTINGS, app, env_settings, retry_stalled
 from ima.evals.jobs.queueing import (
     EPISODE_TASK,
     EVAL_TASK,
@@ -81,7 +81,7 @@ class Policy(BaseRetryStrategy):
         retries = int(job.task_kwargs.get("retries") or 0)
         again = isinstance(exception, JobFailed) and exception.retryable
         if again and exception.failures <= retries:  # type: ignore[attr-defined]
-            return RetryDecision(retry_in={"seconds": SETTINGS.retry_seconds})
+            return RetryDecision(retry_in={"seconds": env_settings().retry_seconds})
         return None
 
 
