@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ima.evals.queue import SharedEvaluation, progress
+
 from ima.runs import leases
 from ima.runs.database import open_database, open_memory_hub
 from ima.runs.registry import RunRegistry

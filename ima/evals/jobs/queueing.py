@@ -91,12 +91,13 @@ def enqueue(
     waiting or running; a failed one runs again. A cancelled evaluation is refused unless
     `again` (`ima eval retry`). The evaluation's counts afterwards."""
     attempts = job_settings(retries=retries).retries
-    shared = SharedEvaluation(db, name)
+    shared = SharedEvaluation(engine_database(db), name)
     return asyncio.run(_enqueue(db, shared, task, planned, attempts, again))
 
 
 def refuse_cancelled(db: PostgresDatabase, name: str) -> None:
     """One line, before anything is written, if the evaluation was cancelled."""
+    engine_database(db)
 
     async def go() -> None:
         async with opened(db.url):
@@ -161,6 +162,7 @@ def defer_from_job(name: str, task: str, item: Planned, retries: int) -> None:
 
 def queue_run(db: PostgresDatabase, thread: str, retries: int | None = None) -> int:
     """A registered `ima run` as a job for the workers; its job id."""
+    engine_database(db)
 
     async def go() -> int:
         async with opened(db.url):
@@ -180,6 +182,7 @@ def queue_run(db: PostgresDatabase, thread: str, retries: int | None = None) -> 
 def cancel(db: PostgresDatabase, name: str) -> dict[str, int]:
     """Cancel the evaluation's jobs that have not started; counts of what was cancelled
     and of what still runs (to its end)."""
+    engine_database(db)
 
     async def go() -> dict[str, int]:
         async with opened(db.url):
@@ -210,6 +213,7 @@ def progress(db: PostgresDatabase, only: str | None = None) -> dict[str, Any]:
     again within IMA_JOB_STALL_SECONDS), failed and cancelled; what each worker runs now;
     failed jobs with their last error. Queued `ima run`s count as the evaluation `runs`."""
     stall = job_settings().stall_seconds
+    engine_database(db)
     found = asyncio.run(_jobs(db.url, stall))
     jobs, stalled = found
     errors = _last_errors(db)
