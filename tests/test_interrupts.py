@@ -154,8 +154,7 @@ def test_ctrl_c_stops_a_worker_in_one_line_and_its_job_goes_back_to_the_queue(tm
     code, said = watched.interrupt()
     assert code == 130, said
     assert said == [
-        "stopped: its unfinished jobs are back in the queue and continue from their last "
-        "checkpoint"
+        "stopped: its unfinished jobs are back in the queue and continue from their last checkpoint"
     ]
     assert not any("Traceback" in line for line in watched.out + watched.err)
     found = subprocess.run(

@@ -166,9 +166,9 @@ class _OneLine(logging.Formatter):
 
 def _nothing_to_do(database: PostgresDatabase, only: str | None, until_done: bool) -> str:
     """Refuse an evaluation that is not there, or cancelled, and (with --until-done) a
-    database with nothing queued: a worker pointed at the wrong place must not sit idle, or
-    exit 0, in silence. Without --until-done a worker may start before anything is queued:
-    the line it prints while it waits."""
+    database where nothing was ever queued: a worker pointed at the wrong place must not
+    sit idle, or exit 0, in silence. Without --until-done a worker may start before
+    anything is queued: the line it prints while it waits."""
     names = evaluation_names(database)
     found = queueing.progress(database, only)["evaluations"]
     if only is not None and only not in names:
@@ -176,7 +176,7 @@ def _nothing_to_do(database: PostgresDatabase, only: str | None, until_done: boo
         raise UserError(f"no evaluation {only} in {database.label}{known}: check --eval and --db")
     if only is not None and found.get(only, {}).get("cancelled"):
         queueing.refuse_cancelled(database, only)
-    if any(c["queued"] + c["running"] + c["stalled"] for c in found.values()):
+    if found:
         return ""
     problem = f"nothing queued in {database.label}" + (f" for {only}" if only else "")
     fix = f"queue an evaluation with `ima eval --db {database.label} --out DIR`"
