@@ -93,9 +93,21 @@ def batch(
     kills: int = 0,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """Queue `jobs` runs as evaluation `name`, run them with `workers` processes of
-    `concurrency` (SIGKILLing a busy one `kills` times), and check everything stored."""
+    """Start `workers` processes of `concurrency`, queue `jobs` runs as evaluation `name`,
+    let them run (SIGKILLing a busy worker `kills` times, a new one started after each),
+    stop the workers (SIGTERM) and check everything stored. The time is the job table's:
+    from the first job queued to the last one done, so worker start-up is not counted
+    (but a replacement's is)."""
     env = _env(IMA_PRINCIPAL=name, IMA_JOB_STALL_SECONDS=str(stall), IMA_LEASE_SECONDS="10")
+    db = queueing.engine_database(open_database(url))  # procrastinate's schema, first use
+    command = ["benchmarks.fleet_worker", "--db", url, "--concurrency", str(concurrency)]
+
+    def spawn() -> subprocess.Popen[str]:
+        return _popen(command, workdir, env)
+
+    before = _registered(db)
+    procs = [spawn() for _ in range(workers)]
+    _wait(lambda: _registered(db) >= before + workers, "the workers to start", procs)
     model = ["--model", f"scripted:delay={delay}", "--pairs", str(jobs // 2)]
     where = ["--out", name, "--db", url]
     queue = _popen(
@@ -104,21 +116,17 @@ def batch(
     out, err = queue.communicate(timeout=300)
     if queue.returncode:
         raise RuntimeError(f"ima eval failed: {err or out}")
-    db = open_database(url)
-    command = ["benchmarks.fleet_worker", "--db", url, "--eval", name, "--until-done"]
-    command += ["--concurrency", str(concurrency)]
-
-    def spawn() -> subprocess.Popen[str]:
-        return _popen(command, workdir, env)
-
-    started = time.perf_counter()
-    procs = [spawn() for _ in range(workers)]
+    shared = SharedEvaluation(db, name)
     killed = _kill_randomly(db, name, procs, spawn, kills, jobs, random.Random(seed))
-    logs = [p.communicate(timeout=3600) for p in procs if p.returncode is None]
-    seconds = time.perf_counter() - started
-    failed = [p.returncode for p in procs if p.returncode not in (0, -signal.SIGKILL)]
-    if failed:
+    _wait(lambda: _settled(db, name), "the jobs to end", procs)
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)  # a graceful stop: nothing is running
+    logs = [p.communicate(timeout=300) for p in procs if p.returncode is None]
+    stopped = (130, -signal.SIGKILL)  # Ctrl-C's code on SIGTERM; the killed ones
+    if any(p.returncode not in stopped for p in procs):
         raise RuntimeError(f"a worker failed: {logs}")
+    seconds = _span(db, name)
     return {
         "name": name,
         "workers": workers,
@@ -127,8 +135,50 @@ def batch(
         "seconds": round(seconds, 1),
         "per_minute": round(jobs / seconds * 60, 2),
         "kills": killed,
+        "stored": len(shared.keys()),
         **_check(db, name),
     }
+
+
+def _registered(db: Any) -> int:
+    """Workers procrastinate has registered (a killed one's row stays until pruned)."""
+    with db.session() as sql:
+        row = sql.one("SELECT COUNT(*) AS n FROM procrastinate_workers")
+    return int(row["n"]) if row else 0
+
+
+def _settled(db: Any, name: str) -> bool:
+    """Whether none of the evaluation's jobs is queued or running any more."""
+    with db.session() as sql:
+        row = sql.one(
+            "SELECT COUNT(*) AS n FROM procrastinate_jobs WHERE queue_name = %s "
+            "AND status IN ('todo', 'doing')",
+            (queueing.queue_of(name),),
+        )
+    return row is not None and row["n"] == 0
+
+
+def _wait(done: Any, what: str, procs: list[subprocess.Popen[str]]) -> None:
+    deadline = time.monotonic() + 3600
+    while not done():
+        if all(p.poll() is not None for p in procs):
+            raise RuntimeError(f"every worker ended before {what}: {procs[0].communicate()}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"waited an hour for {what}")
+        time.sleep(0.2)
+
+
+def _span(db: Any, name: str) -> float:
+    """Seconds from the first job queued to the last one done, by the database's clock."""
+    with db.session() as sql:
+        row = sql.one(
+            "SELECT EXTRACT(EPOCH FROM MAX(e.at) FILTER (WHERE e.type = 'succeeded') "
+            "- MIN(e.at) FILTER (WHERE e.type = 'deferred'))::float8 AS s "
+            "FROM procrastinate_events e JOIN procrastinate_jobs j ON j.id = e.job_id "
+            "WHERE j.queue_name = %s",
+            (queueing.queue_of(name),),
+        )
+    return float(row["s"]) if row and row["s"] else float("nan")
 
 
 def _kill_randomly(
@@ -140,27 +190,27 @@ def _kill_randomly(
     jobs: int,
     rng: random.Random,
 ) -> list[dict[str, Any]]:
-    """SIGKILL a random worker that holds a conversation, `kills` times, a new worker
-    started after each; every kill lands mid-job. Stops early if the jobs all end."""
+    """SIGKILL a random worker that is in a conversation (one turn or more stored), `kills`
+    times, a new worker started after each. Stops early if the jobs all end."""
     shared = SharedEvaluation(db, name)
     prefix = name + "--"
     killed: list[dict[str, Any]] = []
     while len(killed) < kills and len(shared.keys()) < jobs:
         live = {p.pid: p for p in procs if p.poll() is None}
         held = [
-            h
+            (h, turns)
             for h in leases.holders(db).values()
-            if h.pid in live and h.thread_id.startswith(prefix)
+            if h.pid in live
+            and h.thread_id.startswith(prefix)
+            and (turns := len(_turns(db, h.thread_id))) > 0
         ]
         if not held:
             time.sleep(0.1)
             continue
-        holder = rng.choice(held)
-        victim = live[holder.pid]
-        victim.send_signal(signal.SIGKILL)
-        victim.wait()
+        holder, turns = rng.choice(held)
+        live[holder.pid].send_signal(signal.SIGKILL)
+        live[holder.pid].wait()
         procs.append(spawn())
-        turns = len(_turns(db, holder.thread_id))
         killed.append({"thread": holder.thread_id, "at_turn": turns})
         time.sleep(rng.uniform(0.5, 2.5))
     return killed
