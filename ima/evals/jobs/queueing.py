@@ -38,7 +38,6 @@ _DDL = (
     "key TEXT NOT NULL, error TEXT NOT NULL, at DOUBLE PRECISION NOT NULL)"
 )
 WAITING, RUNNING = "todo", "doing"
-ENDED_UNDONE = ("failed", "cancelled", "aborted")
 
 
 def queue_of(name: str) -> str:
@@ -90,9 +89,9 @@ def enqueue(
     """Queue `planned` jobs of evaluation `name` in plan order: none for a key stored,
     waiting or running; a failed one runs again. A cancelled evaluation is refused unless
     `again` (`ima eval retry`). The evaluation's counts afterwards."""
-    attempts = job_settings(retries=retries).retries
+    times = job_settings(retries=retries).retries
     shared = SharedEvaluation(engine_database(db), name)
-    return asyncio.run(_enqueue(db, shared, task, planned, attempts, again))
+    return asyncio.run(_enqueue(db, shared, task, planned, times, again))
 
 
 def refuse_cancelled(db: PostgresDatabase, name: str) -> None:
@@ -166,12 +165,9 @@ def queue_run(db: PostgresDatabase, thread: str, retries: int | None = None) -> 
 
     async def go() -> int:
         async with opened(db.url):
-            try:
-                return await app.configure_task(
-                    RUN_TASK, lock=thread, queueing_lock=f"run:{thread}", queue=RUNS_QUEUE
-                ).defer_async(thread=thread, retries=job_settings(retries=retries).retries)
-            except exceptions.AlreadyEnqueued:
-                raise UserError(f"run {thread} is queued already: see `ima eval status`") from None
+            return await app.configure_task(
+                RUN_TASK, lock=thread, queueing_lock=f"run:{thread}", queue=RUNS_QUEUE
+            ).defer_async(thread=thread, retries=job_settings(retries=retries).retries)
 
     return asyncio.run(go())
 
