@@ -191,7 +191,8 @@ def _kill_randomly(
     rng: random.Random,
 ) -> list[dict[str, Any]]:
     """SIGKILL a random worker that is in a conversation (one turn or more stored), `kills`
-    times, a new worker started after each. Stops early if the jobs all end."""
+    times, a new worker started after each; conversations not yet hit first (a resumed one
+    is at once in the running again). Stops early if the jobs all end."""
     shared = SharedEvaluation(db, name)
     prefix = name + "--"
     killed: list[dict[str, Any]] = []
@@ -207,7 +208,8 @@ def _kill_randomly(
         if not held:
             time.sleep(0.1)
             continue
-        holder, turns = rng.choice(held)
+        hit = {k["thread"] for k in killed}
+        holder, turns = rng.choice([h for h in held if h[0].thread_id not in hit] or held)
         live[holder.pid].send_signal(signal.SIGKILL)
         live[holder.pid].wait()
         procs.append(spawn())

@@ -115,9 +115,9 @@ def _plan(**changes) -> BenchPlan:
     return BenchPlan(**(fields | changes))
 
 
-def _run(bench: Bench, plan: BenchPlan) -> list[dict]:
+def _run(bench: Bench, plan: BenchPlan, concurrency: int = 1) -> list[dict]:
     bench.prepare(plan)
-    bench.run_here(bench.pending(plan)[1], lambda kind, episode, detail: None)
+    bench.run_here(bench.pending(plan)[1], lambda kind, episode, detail: None, concurrency)
     return bench.rows()
 
 
@@ -156,6 +156,15 @@ def test_a_chain_is_queued_as_it_goes_for_workers_on_a_shared_database(cli, pg_u
         f"intrinsic-cross/{LEVEL[0]}/s0",
         f"intrinsic-cross/{LEVEL[1]}/s0",
     ]
+
+
+def test_episodes_at_once_in_this_process_end_as_one_at_a_time(tmp_path):
+    """--concurrency on one machine: chains still run in order (each next episode starts
+    once its previous one is stored), and every episode ends as it does alone."""
+    plan = _plan(arms=("none", "intrinsic-cross"))
+    alone = _essentials(_run(Bench("babyai", tmp_path / "one"), plan))
+    together = _essentials(_run(Bench("babyai", tmp_path / "three"), plan, concurrency=3))
+    assert together == alone and len(alone) == 12
 
 
 def test_growing_a_family_whose_chains_exist_is_refused(tmp_path):
