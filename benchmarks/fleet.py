@@ -191,8 +191,9 @@ def _kill_randomly(
     rng: random.Random,
 ) -> list[dict[str, Any]]:
     """SIGKILL a random worker that is in a conversation (one turn or more stored), `kills`
-    times, a new worker started after each; conversations not yet hit first (a resumed one
-    is at once in the running again). Stops early if the jobs all end."""
+    times, conversations not yet hit first (a resumed one is at once in the running
+    again), every 2-4 s: about as long as a new worker takes to start, which follows each
+    kill (faster kills would only ever hit the few workers still up)."""
     shared = SharedEvaluation(db, name)
     prefix = name + "--"
     killed: list[dict[str, Any]] = []
@@ -214,7 +215,7 @@ def _kill_randomly(
         live[holder.pid].wait()
         procs.append(spawn())
         killed.append({"thread": holder.thread_id, "at_turn": turns})
-        time.sleep(rng.uniform(0.5, 2.5))
+        time.sleep(rng.uniform(2.0, 4.0))
     return killed
 
 
