@@ -78,11 +78,11 @@ class Policy(BaseRetryStrategy):
     def get_retry_decision(self, *, exception: BaseException, job: Job) -> RetryDecision | None:
         if isinstance(exception, exceptions.JobAborted | LeaseLost):
             return RetryDecision(retry_in={"seconds": 0})  # its worker stopped, or lost it
-        retries = int(job.task_kwargs.get("retries") or 0)
-        again = isinstance(exception, JobFailed) and exception.retryable
-        if again and exception.failures <= retries:  # type: ignore[attr-defined]
-            return RetryDecision(retry_in={"seconds": env_settings().retry_seconds})
-        return None
+        if not isinstance(exception, JobFailed) or not exception.retryable:
+            return None  # bad input: no retry mends it
+        if exception.failures > int(job.task_kwargs.get("retries") or 0):
+            return None
+        return RetryDecision(retry_in={"seconds": env_settings().retry_seconds})
 
 
 POLICY = Policy()
