@@ -123,7 +123,8 @@ def batch(
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)  # a graceful stop: nothing is running
     logs = [p.communicate(timeout=300) for p in procs if p.returncode is None]
-    stopped = (130, -signal.SIGKILL)  # Ctrl-C's code on SIGTERM; the killed ones
+    # Ctrl-C's code (a worker's on SIGTERM), SIGTERM's (a replacement still starting), the killed
+    stopped = (130, -signal.SIGTERM, -signal.SIGKILL)
     if any(p.returncode not in stopped for p in procs):
         raise RuntimeError(f"a worker failed: {logs}")
     seconds = _span(db, name)
