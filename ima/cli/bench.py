@@ -33,7 +33,7 @@ from ima.evals.jobs.local import check_concurrency
 from ima.models import describe_model, load_chat_model
 from ima.pddl import list_domains
 from ima.planning import ARMS, SolverSettings, get_adapter, parse_arms
-from ima.runs.database import PostgresDatabase, is_url, open_database
+from ima.runs.database import PostgresDatabase, open_database
 
 console = Console()
 bench_app = typer.Typer(
@@ -376,7 +376,7 @@ def _queued(bench: Bench, done: int, counts: dict[str, int]) -> None:
         f"{counts['failed']} failed{waiting}",
         highlight=False,
     )
-    target = bench.db.label if is_url(bench.db.label) else str(Path(bench.db.label).resolve())
+    target = bench.db.label
     report = ["ima", "bench", bench.env, "--report-only", "--out", str(bench.directory)]
     console.print(
         Text(

@@ -94,10 +94,10 @@ class Bench:
     def enqueue(self, episodes: list[Episode], retries: int | None = None) -> dict[str, int]:
         """Queue the episodes that can start as jobs of the engine (PostgreSQL); the
         benchmark's counts, and `waiting`: episodes held back until their chain gets there."""
-        assert isinstance(self.db, PostgresDatabase)
+        db = queueing.engine_database(self.db)
         ready = self.ready(episodes)
         planned = [queueing.Planned(e.key, self.thread_id(e)) for e in ready]
-        counts = queueing.enqueue(self.db, self.name, queueing.EPISODE_TASK, planned, retries)
+        counts = queueing.enqueue(db, self.name, queueing.EPISODE_TASK, planned, retries)
         return counts | {"waiting": len(episodes) - len(ready)}
 
     def run_here(self, episodes: list[Episode], notify: Notify, concurrency: int = 1) -> Tally:
