@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -25,7 +24,6 @@ from ima.storage.targets import is_url
 
 TASKS = "ima.evals.jobs.tasks"
 MAINTENANCE = "ima-maintenance"  # the queue of the periodic sweep for dead workers' jobs
-log = logging.getLogger("procrastinate")
 
 
 def connector(url: str) -> PsycopgConnector:
