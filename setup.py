@@ -26,6 +26,9 @@ setup(
         "langgraph-checkpoint-postgres>=3.2.0,<4",
         "psycopg[binary]>=3.3.9,<4",
         "psycopg-pool>=3.3.3,<4",
+        # The job engine beyond one machine (ima.evals.jobs): tasks, workers, retries and
+        # cancellation on the PostgreSQL that already holds the runs (MIT)
+        "procrastinate>=3.10,<3.11",
         "langchain-core>=1.8.3,<2",
         "langchain-ollama>=1.1.0,<2",
         "tiktoken>=0.14.0,<1",
