@@ -129,7 +129,10 @@ def test_a_memory_update_node_can_only_write_its_own_agents_slot(task, template)
                 due.setdefault(node.removesuffix("_memory"), snapshot)
     assert set(task.speakers) <= set(due)
 
-    context = RunContext(model="scripted", template=template, memory_update="rewrite")
+    # every turn is news here: the update runs and meets the hostile answer
+    context = RunContext(
+        model="scripted", template=template, memory_update="rewrite", memory_news_words=0
+    )
     for role in task.speakers:
         others = [r for r in task.speakers if r != role]
         answer = AIMessage(

@@ -70,8 +70,8 @@ def test_each_memory_update_runs_beside_the_next_turn(task):
     overlapping = [
         u for u in updates if any(t[1] != u[1] and t[2] < u[3] and u[2] < t[3] for t in turns)
     ]
-    # all but the last update (it finishes before the documentation starts)
-    assert len(overlapping) == len(updates) - 1
+    # all but an update after the last turn (it finishes before the documentation starts)
+    assert len(overlapping) >= len(updates) - 1
     documentation = next(c for c in calls if c[0] == "documentation")
     assert all(u[3] <= documentation[2] for u in updates)  # joined before documentation
 

@@ -55,9 +55,6 @@ def render_turn(index: int, speaker: str, content: str) -> str:
 WINDOW_BLOCK = 4
 
 
-# The shared layout reserves the largest memory in steps of this many tokens.
-MEMORY_GRAIN = 64
-
 
 def recent_turns(transcript: Sequence[Turn], room: int, block: int = 1) -> list[Turn]:
     """The newest whole turns within `room` tokens, oldest first (Algorithm 1's selection;
@@ -265,8 +262,9 @@ def _own_parts_reserve(
     task: Task, state: Mapping[str, Any], settings: RunContext, with_memory: bool
 ) -> int:
     """Tokens every speaker's own parts may need at this turn: the largest role and
-    question of any speaker, and the largest memory (lessons included) rounded up to
-    MEMORY_GRAIN tokens, so the window moves only when some memory crosses a grain."""
+    question of any speaker, and the memory's whole budget (lessons included): what a
+    memory holds never moves the window, so memory updates still running beside a turn
+    cannot change what it shows."""
     largest = 0
     for role_id in task.speakers:
         user = _shared_frame(task, role_id, state, settings, with_memory)
@@ -274,8 +272,8 @@ def _own_parts_reserve(
         largest = max(largest, own)
     if not with_memory:
         return largest
-    memory = max((cached_count(memory_text(m)) for m in state["memories"].values()), default=0)
-    return largest + -(-memory // MEMORY_GRAIN) * MEMORY_GRAIN
+    lessons = settings.long_term_budget if settings.long_term else 0
+    return largest + settings.memory_tokens + lessons
 
 
 def _shared_turn_prompt(
