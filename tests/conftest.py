@@ -14,7 +14,7 @@ from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from ima.core.settings import RunContext
-from ima.graph.builder import compile_graph
+from ima.meeting.builder import compile_graph
 from ima.runs.registry import RunRegistry
 from ima.runs.runner import load_state
 from ima.tasks import Task, load_task

@@ -16,11 +16,11 @@ from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
 from ima.core.settings import RunContext
-from ima.method.final_design import MISSING, design_schema, read_design
-from ima.method.list_items import list_items
+from ima.meeting.final_design import MISSING, design_schema, read_design
+from ima.meeting.list_items import list_items
+from ima.meeting.nodes.documentation import make_documentation_node
 from ima.models import Models
 from ima.models.scripted import example_instance
-from ima.nodes.documentation import make_documentation_node
 
 COMPLETE = (
     "## Summary\nA managed EU pipeline. It ingests 12 TB/day. It blurs faces first.\n\n"
@@ -89,7 +89,7 @@ def test_an_answer_cut_off_at_the_cap_is_asked_again_and_its_last_section_not_ke
 
 
 def test_a_backend_that_answers_in_json_fills_the_bounded_sections(task, monkeypatch):
-    monkeypatch.setattr("ima.nodes.documentation.answers_in_json", lambda model: True)
+    monkeypatch.setattr("ima.meeting.nodes.documentation.answers_in_json", lambda model: True)
     design = {
         "summary": ["A managed EU pipeline.", "It ingests 12 TB/day.", "It blurs faces first."],
         "plan": ["Depot offload", "Blurring", "Training"],
@@ -147,7 +147,7 @@ REAL_RUN = {
 
 
 def test_a_list_the_model_mangled_is_written_clean(task, monkeypatch):
-    monkeypatch.setattr("ima.nodes.documentation.answers_in_json", lambda model: True)
+    monkeypatch.setattr("ima.meeting.nodes.documentation.answers_in_json", lambda model: True)
     update, _ = document(task, answer(json.dumps(REAL_RUN)))
     assert update["final"]["markdown"] == (
         "## Summary\nThe pipeline ingests depot uploads and safety events. It blurs faces and "

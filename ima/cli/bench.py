@@ -25,12 +25,12 @@ from ima.cli.errors import Interrupted
 from ima.cli.settings_options import setting_option
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
+from ima.environments.pddl import list_domains
 from ima.evals.bench.bench import Bench
 from ima.evals.bench.plan import BenchPlan, Episode, select_tasks
 from ima.evals.bench.report import summarize, summarize_oracle
 from ima.evals.queue import Job
 from ima.models import describe_model, load_chat_model
-from ima.pddl import list_domains
 from ima.planning import ARMS, SolverSettings, get_adapter, parse_arms
 from ima.runs.database import is_url, open_database
 

@@ -28,7 +28,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from ima.method.memory_quality import describe_repairs
+from ima.measures.memory_quality import describe_repairs
 from ima.runs.outputs import usage_totals
 from ima.runs.registry import RunRecord
 

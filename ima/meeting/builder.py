@@ -19,14 +19,14 @@ from langgraph.graph.state import CompiledStateGraph
 
 from ima.core.settings import MemoryMode, RunContext
 from ima.core.state import InputState, State
+from ima.meeting.nodes.agent import make_agent_node
+from ima.meeting.nodes.documentation import make_documentation_node
+from ima.meeting.nodes.learning import LEARN, make_learning_node
+from ima.meeting.nodes.memory_update import make_memory_node, memory_node_name
+from ima.meeting.nodes.review import REVIEW, make_review_node
+from ima.meeting.nodes.router import ROUTER, after_turn, make_router_node, route
+from ima.meeting.nodes.setup import make_setup_node
 from ima.models import Models
-from ima.nodes.agent import make_agent_node
-from ima.nodes.documentation import make_documentation_node
-from ima.nodes.learning import LEARN, make_learning_node
-from ima.nodes.memory_update import make_memory_node, memory_node_name
-from ima.nodes.review import REVIEW, make_review_node
-from ima.nodes.router import ROUTER, after_turn, make_router_node, route
-from ima.nodes.setup import make_setup_node
 from ima.tasks import Task
 
 

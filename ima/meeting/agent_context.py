@@ -31,7 +31,7 @@ from ima.core.errors import UserError
 from ima.core.settings import PromptLayout, RunContext
 from ima.core.state import ContextShare, Turn
 from ima.core.tokens import count_tokens
-from ima.method.prompting import (
+from ima.meeting.prompting import (
     cached_count,
     conversation_section,
     memory_section,

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ima.method.list_items import list_items
+from ima.meeting.list_items import list_items
 
 __all__ = [
     "DESIGN_SECTIONS",

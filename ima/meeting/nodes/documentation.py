@@ -1,5 +1,5 @@
 """The documentation node (the finaliser role, DJE in the case study): the final design's
-required sections (`ima.method.final_design`), then a JSON specification validated against
+required sections (`ima.meeting.final_design`), then a JSON specification validated against
 the task's schema. Both are asked through the models layer's ask/parse/repair loop: an
 answer that misses a section or fails validation is asked for once more, showing the
 problem; what still misses is marked missing, never left silently empty."""
@@ -16,8 +16,8 @@ from langgraph.runtime import Runtime
 
 from ima.core.settings import RunContext
 from ima.core.state import FinalOutput, State, add_call_usage
-from ima.method.agent_context import build_question_prompt
-from ima.method.final_design import DESIGN_SECTIONS, design_schema, design_tokens, read_design
+from ima.meeting.agent_context import build_question_prompt
+from ima.meeting.final_design import DESIGN_SECTIONS, design_schema, design_tokens, read_design
 from ima.models import Models
 from ima.models.structured import AnswerError, answers_in_json, ask_structured, prompt_parts
 from ima.tasks import Task

@@ -15,7 +15,7 @@
 - Repetition: the share of a turn's 8-grams that occur in the same agent's earlier turns,
   per turn (mean per run; an agent's first turn has nothing to repeat and is left out).
 - In view at the last turn: per agent, the share of its own key items its last prompt held
-  besides the brief (memory and recent turns; `ima.method.in_view`), and the mean over agents.
+  besides the brief (memory and recent turns; `ima.measures.in_view`), and the mean over agents.
 
 A text shorter than 8 words has no 8-grams and no share; it is left out of the means.
 Shares count 8-gram occurrences, so a sentence said twice counts twice.
@@ -31,8 +31,8 @@ from typing import Any
 
 from ima import prompts
 from ima.core.ngrams import NGRAM, Gram, copied_share, ngram_set, ngrams
-from ima.method.in_view import in_view_at_last_turn
-from ima.method.memory_quality import memory_report
+from ima.measures.in_view import in_view_at_last_turn
+from ima.measures.memory_quality import memory_report
 from ima.tasks import KeyFigure, Task
 from ima.tasks.evidence import normalise, states_figure
 

@@ -19,9 +19,9 @@ from langgraph.runtime import Runtime
 
 from ima.core.settings import RunContext
 from ima.core.state import MemoryRepairs, MemorySlot, MemoryVersion, State, add_usage
-from ima.method.prompting import own_role_prompt, role_prompt, system_prompt, task_prompt
+from ima.meeting.nodes.templates import template_for
+from ima.meeting.prompting import own_role_prompt, role_prompt, system_prompt, task_prompt
 from ima.models import Models
-from ima.nodes.templates import template_for
 from ima.tasks import Task
 
 
