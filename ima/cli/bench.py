@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from intrinsic_memory.manager import DEFAULT_MEMORY_TOKENS
+from intrinsic_memory import DEFAULT_MEMORY_TOKENS
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal, NotRequired
 
-from intrinsic_memory.models import CallUsage as CallUsage
-from intrinsic_memory.models import add_call_usage as add_call_usage
-from intrinsic_memory.models import zero_usage as zero_usage
-from intrinsic_memory.state import AgentMemory
+from intrinsic_memory import AgentMemory
+from intrinsic_memory import CallUsage as CallUsage
+from intrinsic_memory import add_call_usage as add_call_usage
+from intrinsic_memory import zero_usage as zero_usage
 from langgraph.channels.delta import DeltaChannel
 
 # typing_extensions: pydantic (LangGraph server schemas) rejects typing.TypedDict on 3.11.

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from intrinsic_memory.manager import update_prompts
+from intrinsic_memory import update_prompts
 
 from ima.core.ngrams import Gram, ngram_set, ngrams, words
 from ima.tasks import Task

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from intrinsic_memory.context import select_window
+from intrinsic_memory import select_window
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from ima import prompts

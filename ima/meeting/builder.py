@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from intrinsic_memory.schedule import DOCUMENTATION
+from intrinsic_memory import DOCUMENTATION
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from intrinsic_memory.context import render_memory
+from intrinsic_memory import render_memory
 
 from ima import prompts
 from ima.core.tokens import count_tokens

@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from intrinsic_memory.schedule import parse_flags
+from intrinsic_memory import parse_flags
 from langgraph.runtime import Runtime
 
 from ima.core.settings import RunContext
