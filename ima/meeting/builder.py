@@ -1,5 +1,7 @@
-"""Where the meeting graph is assembled: `create_meeting`, the one factory used by the CLI,
-the tests, the benchmarks, langgraph.json and anyone who builds on the library.
+"""Where the meeting graph is assembled: `create_meeting` (and `compile_graph` on it), the one
+factory of the meeting that the CLI, the tests, the benchmarks and langgraph.json use. It is
+the application's graph, not the library's API: a graph of your own takes intrinsic memory
+from `intrinsic_memory` (`add_intrinsic_memory`, `IntrinsicMemoryMiddleware`).
 
 It reads like the architecture: setup, then the router choosing the next speaker; each
 agent node is followed by its own memory-update node (intrinsic mode) and the router; the
