@@ -18,10 +18,10 @@ import time
 from pathlib import Path
 
 from ima.core.settings import RunContext
-from ima.design.compile import compile_design
-from ima.design.quality import design_quality
-from ima.design.render import render_design
-from ima.method.prompting import instruction_texts, task_prompt
+from ima.measures.design_quality import design_quality
+from ima.meeting.design.compile import compile_design
+from ima.meeting.design.render import render_design
+from ima.meeting.prompting import instruction_texts, task_prompt
 from ima.models import Models
 from ima.tasks import load_task
 

@@ -14,7 +14,7 @@ from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from ima.core.settings import MEETING_NEWS_WORDS, RunContext
-from ima.graph.builder import compile_graph
+from ima.meeting.builder import compile_graph
 from ima.runs.registry import RunRegistry
 from ima.runs.runner import load_state
 from ima.tasks import Task, load_task
@@ -67,8 +67,7 @@ def stored_state(thread: str, db: str = "runs/ima.sqlite") -> dict[str, Any]:
 def remembered_turns(values: dict[str, Any], news_words: int = MEETING_NEWS_WORDS) -> set[int]:
     """The turns of a finished run that gave their speaker's memory something to keep
     (news to it as it stood then: `IntrinsicMemory.is_news`); the others cost no update."""
-    from intrinsic_memory import IntrinsicMemory
-    from intrinsic_memory.schedule import only_markers
+    from intrinsic_memory import IntrinsicMemory, only_markers
     from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 
     memory = IntrinsicMemory(FakeMessagesListChatModel(responses=[]), min_new_words=news_words)

@@ -26,8 +26,8 @@ from ima.evals.calibration import (
     usable,
     write_calibration,
 )
-from ima.evals.content import figure_grounding
 from ima.evals.judge import METRICS
+from ima.measures.content import figure_grounding
 from ima.tasks import Task
 
 # ----------------------------------------------------------------------------- the data

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from conftest import remembered_turns, stored_state, turns_to_finalize
 
-from ima.design.document import Design
+from ima.meeting.design.document import Design
 from ima.tasks import TASKS_DIR
 
 

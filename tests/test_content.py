@@ -7,7 +7,7 @@ import pytest
 
 from ima.core.errors import UserError
 from ima.core.ngrams import copied_share, ngram_set, ngrams, words
-from ima.evals.content import (
+from ima.measures.content import (
     content_metrics,
     content_summary,
     figure_grounding,

@@ -14,8 +14,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
 from ima.core.tokens import count_tokens
-from ima.graph.builder import compile_graph
-from ima.method.agent_context import WINDOW_BLOCK, build_context, recent_turns, render_turn
+from ima.meeting.agent_context import WINDOW_BLOCK, build_context, recent_turns, render_turn
+from ima.meeting.builder import compile_graph
 
 
 def turn(index: int, speaker: str, words: int) -> dict[str, Any]:

@@ -14,13 +14,13 @@ from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
 from ima.core.settings import RunContext
-from ima.design.checks import compute_derivation, figure_conflicts, junk_reason, unit_errors
-from ima.design.compile import accepted_proposal
-from ima.design.document import Design
-from ima.design.quality import addressed_in_own_words, design_quality, junk_lines
-from ima.design.render import render_design
+from ima.measures.design_quality import addressed_in_own_words, design_quality, junk_lines
+from ima.meeting.design.checks import compute_derivation, figure_conflicts, junk_reason, unit_errors
+from ima.meeting.design.compile import accepted_proposal
+from ima.meeting.design.document import Design
+from ima.meeting.design.render import render_design
+from ima.meeting.nodes.documentation import make_documentation_node
 from ima.models import Models
-from ima.nodes.documentation import make_documentation_node
 
 # What a fresh clone's default meeting wrote before the design was compiled part by part
 # (seed 0, temperature 0, 12-05): votes as plan steps, agents as components, residue.

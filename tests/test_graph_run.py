@@ -16,11 +16,11 @@ from langgraph.runtime import Runtime
 from langgraph.types import StateSnapshot
 
 from ima.core.settings import RunContext
-from ima.design.document import Design
-from ima.graph.builder import compile_graph
+from ima.meeting.builder import compile_graph
+from ima.meeting.design.document import Design
+from ima.meeting.nodes.memory_update import make_memory_node
 from ima.models import Models
 from ima.models.scripted import ScriptedChatModel
-from ima.nodes.memory_update import make_memory_node
 
 
 @pytest.mark.parametrize("mode", ["intrinsic", "none"])

@@ -14,8 +14,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from ima.core.settings import RunContext
 from ima.evals.metrics import metrics_for
-from ima.graph.builder import compile_graph
-from ima.method.memory_quality import (
+from ima.measures.memory_quality import (
     memory_prompt_sources,
     memory_report,
     repair_totals,
@@ -23,6 +22,7 @@ from ima.method.memory_quality import (
     retention_by_agent,
     retention_summary,
 )
+from ima.meeting.builder import compile_graph
 from ima.models.scripted import ScriptedChatModel
 from ima.runs.outputs import run_record
 from ima.view import render_view

@@ -12,7 +12,7 @@ from conftest import turns_to_finalize
 from fake_ollama import FakeOllama
 from tenacity import wait_none
 
-from ima.design.parts import summary_schema
+from ima.meeting.design.parts import summary_schema
 
 
 def meeting_responder(messages: list[dict[str, Any]], request: dict[str, Any]) -> str:

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from ima.core.errors import UserError
-from ima.method.memory_quality import memory_prompt_sources, retention
+from ima.measures.memory_quality import memory_prompt_sources, retention
 from ima.tasks import TASKS_DIR, Task, load_task
 
 

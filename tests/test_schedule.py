@@ -103,7 +103,7 @@ def test_the_voting_phase_is_the_schedules_last_whatever_its_name(task):
     from langgraph.checkpoint.memory import InMemorySaver
 
     from ima.core.settings import RunContext
-    from ima.graph.builder import compile_graph
+    from ima.meeting.builder import compile_graph
     from ima.tasks import Task
 
     data = task.model_dump()

@@ -18,7 +18,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
-from ima.graph.builder import compile_graph
+from ima.meeting.builder import compile_graph
 from ima.runs.outputs import usage_totals
 from ima.tasks import Task
 from ima.view import render_view, write_view

@@ -28,10 +28,10 @@ from ima.cli.settings_options import GivenSettings, with_run_settings
 from ima.cli.workers import cancel_command, retry_command, status_command, worker_command
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
-from ima.evals.content import content_summary, state_content
 from ima.evals.jobs import queueing
-from ima.graph.builder import compile_graph
-from ima.method.memory_quality import memory_report
+from ima.measures.content import content_summary, state_content
+from ima.measures.memory_quality import memory_report
+from ima.meeting.builder import compile_graph
 from ima.models import agent_model, describe_model, memory_model
 from ima.models.errors import describe
 from ima.runs.database import Database, disk_full, open_database

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from intrinsic_memory.manager import DEFAULT_MEMORY_TOKENS
+from intrinsic_memory import DEFAULT_MEMORY_TOKENS
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -25,13 +25,13 @@ from ima.cli.errors import Interrupted
 from ima.cli.settings_options import setting_option
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
+from ima.environments.pddl import list_domains
 from ima.evals.bench.bench import Bench
 from ima.evals.bench.plan import BenchPlan, Episode, select_tasks
 from ima.evals.bench.report import summarize, summarize_oracle
 from ima.evals.jobs import queueing
 from ima.evals.jobs.local import check_concurrency
 from ima.models import describe_model, load_chat_model
-from ima.pddl import list_domains
 from ima.planning import ARMS, SolverSettings, get_adapter, parse_arms
 from ima.runs.database import PostgresDatabase, open_database
 

@@ -26,7 +26,7 @@ from rich.status import Status
 from rich.table import Table
 from rich.text import Text
 
-from ima.method.memory_quality import describe_repairs
+from ima.measures.memory_quality import describe_repairs
 from ima.runs.outputs import usage_totals
 from ima.runs.registry import RunRecord
 

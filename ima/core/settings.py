@@ -16,7 +16,7 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from intrinsic_memory.manager import MIN_MEMORY_TOKENS
+from intrinsic_memory import MIN_MEMORY_TOKENS
 from pydantic import Field, ValidationError
 from pydantic_settings import (
     BaseSettings,

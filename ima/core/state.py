@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal, NotRequired
 
+from intrinsic_memory import AgentMemory
+from intrinsic_memory import CallUsage as CallUsage
+from intrinsic_memory import add_call_usage as add_call_usage
 from intrinsic_memory import add_usage as add_usage  # usage summed per role and call kind
-from intrinsic_memory.models import CallUsage as CallUsage
-from intrinsic_memory.models import add_call_usage as add_call_usage
-from intrinsic_memory.models import zero_usage as zero_usage
-from intrinsic_memory.state import AgentMemory
+from intrinsic_memory import zero_usage as zero_usage
 from langgraph.channels.delta import DeltaChannel
 
 # typing_extensions: pydantic (LangGraph server schemas) rejects typing.TypedDict on 3.11.
@@ -87,7 +87,7 @@ class MemoryVersion(TypedDict):
 
 class FinalOutput(TypedDict):
     """The final design: design.md (`markdown`) renders design.json (`spec`, the design as
-    one structure: `ima.design.document.Design`)."""
+    one structure: `ima.meeting.design.document.Design`)."""
 
     markdown: str
     spec: dict[str, Any] | None

@@ -67,7 +67,7 @@ def _coverage(field: str) -> Callable[[dict[str, Any]], float | None]:
 
 
 def _content(section: str, key: str) -> Callable[[dict[str, Any]], float | None]:
-    """A content metric (ima.evals.content) of a row; None where it was not measured."""
+    """A content metric (ima.measures.content) of a row; None where it was not measured."""
 
     def get(row: dict[str, Any]) -> float | None:
         value = ((row.get("content") or {}).get(section) or {}).get(key)

@@ -10,8 +10,8 @@ from typing import Any
 from ima.core.errors import UserError
 from ima.core.files import write_text_atomic
 from ima.core.state import CallUsage
-from ima.method.in_view import in_view_at_last_turn
-from ima.method.memory_quality import repair_totals
+from ima.measures.in_view import in_view_at_last_turn
+from ima.measures.memory_quality import repair_totals
 from ima.tasks import Task
 
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from markupsafe import Markup
 
-from ima.method.in_view import in_view_at_last_turn
-from ima.method.memory_quality import describe_repairs, memory_report
+from ima.measures.in_view import in_view_at_last_turn
+from ima.measures.memory_quality import describe_repairs, memory_report
 from ima.runs.outputs import design_checks
 from ima.tasks import Task
 from ima.view import figures

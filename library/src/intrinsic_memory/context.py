@@ -56,7 +56,8 @@ def select_window(count: int, size: Callable[[int], int], room: int, *, block: i
 
 
 def render_memory(memory: str | Memory) -> str:
-    """The agent's own memory as its prompt shows it ("Your own notes from earlier turns")."""
+    """The agent's own memory as its prompt shows it ("Your own notes from earlier turns"),
+    from its Markdown (`AgentMemory["text"]`); "(empty)" before its first update."""
     text = memory.render() if isinstance(memory, Memory) else memory
     return _prompts.render("memory_section", memory=text.strip() or "(empty)")
 

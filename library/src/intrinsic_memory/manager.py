@@ -58,9 +58,13 @@ log = logging.getLogger("intrinsic_memory")
 
 UpdateMode = Literal["edit", "rewrite"]
 UPDATE_MODES: tuple[UpdateMode, ...] = ("edit", "rewrite")
+"""`tuple[str, ...]`: the `mode`s `IntrinsicMemory` takes: "edit" (a few operations on the
+notes) and "rewrite" (the paper: the whole memory again)."""
 DEFAULT_MEMORY_TOKENS = 256
-# Below this a memory holds no more than a heading and a few words.
+"""`int`: the memory's budget in tokens when `IntrinsicMemory` is given no `memory_tokens`."""
 MIN_MEMORY_TOKENS = 32
+"""`int`: the smallest `memory_tokens` accepted: below it a memory holds no more than a
+heading and a few words."""
 DEFAULT_MAX_EDITS = 3
 # An LLM-written template is kept to this many sections: each section costs its heading
 # in every prompt, and the notes must share the memory's budget.

@@ -150,7 +150,8 @@ async def amemory_step(
     usage_key: str | None = None,
     metadata: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], MemoryUpdate | None]:
-    """`memory_step` for async callers."""
+    """`memory_step` for async callers: the same arguments, the same `(state update,
+    MemoryUpdate | None)`, the model called with `ainvoke`."""
     step = _Step(memory, state, agent, output, turn, key)
     if (update := step.skipped()) is not None:
         return update, None

@@ -6,13 +6,13 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from intrinsic_memory.schedule import parse_flags
+from intrinsic_memory import parse_flags
 from langgraph.runtime import Runtime
 
 from ima.core.settings import RunContext
 from ima.core.state import State, Turn
 from ima.core.tokens import count_tokens
-from ima.method.agent_context import build_turn_prompt, render_turn, turn_words
+from ima.meeting.agent_context import build_turn_prompt, render_turn, turn_words
 from ima.models import Models
 from ima.models.calls import call_model
 from ima.tasks import Task

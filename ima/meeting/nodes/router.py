@@ -12,8 +12,8 @@ from langgraph.runtime import Runtime
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
 from ima.core.state import State
-from ima.nodes.memory_update import memory_node_name
-from ima.nodes.review import REVIEW
+from ima.meeting.nodes.memory_update import memory_node_name
+from ima.meeting.nodes.review import REVIEW
 from ima.tasks import Task
 
 ROUTER = "router"

@@ -2,9 +2,9 @@
 proposal the meeting accepted and every agent's memory, never from votes, flags or the
 facilitator's instructions.
 
-Each part is one small structured call a small model can fill (`ima.design.parts`): one per
+Each part is one small structured call a small model can fill (`ima.meeting.design.parts`): one per
 component, then the estimates, the monthly costs, the plan and the summary. Every answer is
-checked (`ima.design.checks`); a bad one is asked for once more with its problem named, and
+checked (`ima.meeting.design.checks`); a bad one is asked for once more with its problem named, and
 what is still unusable stays open or missing without giving up the other parts. All calls
 open with the same system message and the accepted proposal, so a prefix cache evaluates
 those once; components are asked owner by owner, so an owner's memory is evaluated once too.
@@ -21,9 +21,9 @@ from langchain_core.language_models import BaseChatModel
 from ima import prompts
 from ima.core.state import CallUsage, add_call_usage, zero_usage
 from ima.core.tokens import count_tokens
-from ima.design import parts
-from ima.design.checks import figure_conflicts, junk_reason, unit_errors
-from ima.design.document import Component, Conflict, Costs, Design, RequirementRow
+from ima.meeting.design import parts
+from ima.meeting.design.checks import figure_conflicts, junk_reason, unit_errors
+from ima.meeting.design.document import Component, Conflict, Costs, Design, RequirementRow
 from ima.models.structured import Outcome, ask_structured, prompt_parts
 from ima.tasks import Task
 

@@ -1,5 +1,7 @@
-"""Where the meeting graph is assembled: `create_meeting`, the one factory used by the CLI,
-the tests, the benchmarks, langgraph.json and anyone who builds on the library.
+"""Where the meeting graph is assembled: `create_meeting` (and `compile_graph` on it), the one
+factory of the meeting that the CLI, the tests, the benchmarks and langgraph.json use. It is
+the application's graph, not the library's API: a graph of your own takes intrinsic memory
+from `intrinsic_memory` (`add_intrinsic_memory`, `IntrinsicMemoryMiddleware`).
 
 It reads like the architecture: setup, then the router choosing the next speaker; each
 agent node is followed by its own memory-update node (intrinsic mode) and the router; the
@@ -12,21 +14,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from intrinsic_memory.schedule import DOCUMENTATION
+from intrinsic_memory import DOCUMENTATION
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from ima.core.settings import MemoryMode, RunContext
 from ima.core.state import InputState, State
+from ima.meeting.nodes.agent import make_agent_node
+from ima.meeting.nodes.documentation import make_documentation_node
+from ima.meeting.nodes.learning import LEARN, make_learning_node
+from ima.meeting.nodes.memory_update import make_memory_node, memory_node_name
+from ima.meeting.nodes.review import REVIEW, make_review_node
+from ima.meeting.nodes.router import ROUTER, after_turn, make_router_node, route
+from ima.meeting.nodes.setup import make_setup_node
 from ima.models import Models
-from ima.nodes.agent import make_agent_node
-from ima.nodes.documentation import make_documentation_node
-from ima.nodes.learning import LEARN, make_learning_node
-from ima.nodes.memory_update import make_memory_node, memory_node_name
-from ima.nodes.review import REVIEW, make_review_node
-from ima.nodes.router import ROUTER, after_turn, make_router_node, route
-from ima.nodes.setup import make_setup_node
 from ima.tasks import Task
 
 

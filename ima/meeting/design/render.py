@@ -3,7 +3,7 @@ nothing usable says so instead of staying silently empty."""
 
 from __future__ import annotations
 
-from ima.design.document import Component, Design
+from ima.meeting.design.document import Component, Design
 
 __all__ = ["MISSING", "render_design"]
 

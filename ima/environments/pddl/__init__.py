@@ -1,6 +1,6 @@
 """The paper's numeric benchmark: PDDL planning problems as data and a text environment.
 
-    from ima.pddl import Env, get_problem, list_problems
+    from ima.environments.pddl import Env, get_problem, list_problems
 
     problem = get_problem("gripper-02")
     problem.goal                     # the goal in words, for a prompt
@@ -15,8 +15,8 @@ The problems (`problems/index.yaml`, sources and licenses in `problems/NOTICE.md
 their optimal plans; the environment runs on unified-planning's sequential simulator.
 """
 
-from ima.pddl.actions import ActionCall, format_action, parse_action
-from ima.pddl.catalog import (
+from ima.environments.pddl.actions import ActionCall, format_action, parse_action
+from ima.environments.pddl.catalog import (
     PROBLEMS_DIR,
     Domain,
     Problem,
@@ -25,7 +25,7 @@ from ima.pddl.catalog import (
     list_domains,
     list_problems,
 )
-from ima.pddl.environment import Env, StepResult
+from ima.environments.pddl.environment import Env, StepResult
 
 __all__ = [
     "PROBLEMS_DIR",

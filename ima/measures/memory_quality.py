@@ -25,8 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from intrinsic_memory import restates, scripts_of, strip_foreign
-from intrinsic_memory.manager import update_prompts
+from intrinsic_memory import restates, scripts_of, strip_foreign, update_prompts
 
 from ima.core.ngrams import Gram, ngram_set, ngrams, words
 from ima.tasks import Task

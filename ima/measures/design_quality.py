@@ -22,9 +22,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ima.design.checks import copied_share, junk_reason, unit_errors
-from ima.design.document import Design
-from ima.design.parts import given_texts
+from ima.meeting.design.checks import copied_share, junk_reason, unit_errors
+from ima.meeting.design.document import Design
+from ima.meeting.design.parts import given_texts
 from ima.tasks import Task
 from ima.tasks.evidence import matched_keywords, normalise, states_figure
 

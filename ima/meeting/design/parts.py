@@ -15,13 +15,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ima.core.ngrams import words
-from ima.design.checks import (
+from ima.meeting.design.checks import (
     compute_derivation,
     copied_share,
     figure_conflicts,
     junk_reason,
 )
-from ima.design.document import Component, CostLine, Costs, Estimate
+from ima.meeting.design.document import Component, CostLine, Costs, Estimate
 from ima.models.structured import AnswerError, extract_json
 from ima.tasks import ComponentSlot, EstimateSlot, Task
 

@@ -21,8 +21,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ima.method.agent_context import memory_text
-from ima.method.memory_quality import memory_notes, own_measured_items
+from ima.measures.memory_quality import memory_notes, own_measured_items
+from ima.meeting.agent_context import memory_text
 from ima.tasks import Task
 from ima.tasks.evidence import items_held, normalise
 

@@ -7,7 +7,7 @@ from intrinsic_memory import MemoryTemplate, write_template
 
 from ima.core.settings import RunContext
 from ima.core.state import CallUsage
-from ima.method.prompting import role_prompt
+from ima.meeting.prompting import role_prompt
 from ima.models import Models
 from ima.tasks import Task
 

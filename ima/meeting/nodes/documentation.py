@@ -1,6 +1,6 @@
 """The documentation node (the finaliser role, DJE in the case study): the final design
 compiled part by part from the brief, the accepted proposal and every agent's memory
-(`ima.design.compile`), rendered to Markdown; `design.json` is the same structure."""
+(`ima.meeting.design.compile`), rendered to Markdown; `design.json` is the same structure."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from langgraph.runtime import Runtime
 
 from ima.core.settings import RunContext
 from ima.core.state import FinalOutput, State
-from ima.design.compile import compile_design
-from ima.design.render import render_design
-from ima.method.prompting import instruction_texts, system_prompt, task_prompt
+from ima.meeting.design.compile import compile_design
+from ima.meeting.design.render import render_design
+from ima.meeting.prompting import instruction_texts, system_prompt, task_prompt
 from ima.models import Models
 from ima.tasks import Task
 

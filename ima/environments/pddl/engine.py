@@ -19,8 +19,8 @@ from unified_planning.model import FNode, InstantaneousAction, State
 from unified_planning.model.walkers import StateEvaluator
 
 from ima.core.errors import UserError
-from ima.pddl.actions import ActionCall, format_action
-from ima.pddl.catalog import Domain, Problem
+from ima.environments.pddl.actions import ActionCall, format_action
+from ima.environments.pddl.catalog import Domain, Problem
 
 
 class Compiled:

@@ -12,9 +12,9 @@ from langgraph.runtime import Runtime
 from ima.core.settings import RunContext
 from ima.core.state import MemorySlot, MemoryVersion, State
 from ima.longterm import load_starting_memory
-from ima.method.agent_context import check_budget
+from ima.meeting.agent_context import check_budget
+from ima.meeting.nodes.templates import template_for
 from ima.models import Models, parallel_calls
-from ima.nodes.templates import template_for
 from ima.tasks import Task
 
 

@@ -24,7 +24,7 @@ from langgraph.graph.state import CompiledStateGraph
 from pydantic import Field
 
 from ima.core.settings import MemoryMode, RunContext
-from ima.graph.builder import compile_graph
+from ima.meeting.builder import compile_graph
 from ima.tasks import load_task
 
 DEFAULT_TASK = "data-pipeline"

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from intrinsic_memory.context import select_window
+from intrinsic_memory import select_window
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from ima import prompts
@@ -31,8 +31,8 @@ from ima.core.errors import UserError
 from ima.core.settings import PromptLayout, RunContext
 from ima.core.state import ContextShare, Turn
 from ima.core.tokens import count_tokens
-from ima.design.compile import accepted_proposal
-from ima.method.prompting import (
+from ima.meeting.design.compile import accepted_proposal
+from ima.meeting.prompting import (
     cached_count,
     conversation_section,
     memory_section,
@@ -53,7 +53,6 @@ def render_turn(index: int, speaker: str, content: str) -> str:
 # first turn is always a multiple of this (1-based: turns 1, 5, 9, ...), so the prefix is
 # stable for about this many turns.
 WINDOW_BLOCK = 4
-
 
 
 def recent_turns(transcript: Sequence[Turn], room: int, block: int = 1) -> list[Turn]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import cache, lru_cache
 
-from intrinsic_memory.context import render_memory
+from intrinsic_memory import render_memory
 
 from ima import prompts
 from ima.core.tokens import count_tokens

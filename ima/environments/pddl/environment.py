@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from unified_planning.model import State
 
 from ima.core.errors import UserError
-from ima.pddl.actions import format_action, parse_action
-from ima.pddl.catalog import Problem, get_problem
-from ima.pddl.engine import Compiled, compile_problem
+from ima.environments.pddl.actions import format_action, parse_action
+from ima.environments.pddl.catalog import Problem, get_problem
+from ima.environments.pddl.engine import Compiled, compile_problem
 
 
 @dataclass(frozen=True)

@@ -2,11 +2,11 @@
 
 - Figure grounding: which of the task's `key_figures` (the brief's figures) the design
   states, which its JSON specification states, and which figures of the design the brief
-  contradicts (`ima.design.checks`). A figure is *stated* when one of its accepted spellings
-  occurs (see `ima.tasks.evidence`). A design compiled as one structure (`ima.design`) is
+  contradicts (`ima.meeting.design.checks`). A figure is *stated* when one of its accepted spellings
+  occurs (see `ima.tasks.evidence`). A design compiled as one structure (`ima.meeting.design`) is
   measured on its own words (`own_text`: the requirements' restatements left out), and its
   Markdown and JSON are the same design.
-- Design: the measures of a structured design (`ima.design.quality`): junk lines,
+- Design: the measures of a structured design (`ima.measures.design_quality`): junk lines,
   components with a technology and a justification of their own, requirements addressed in
   its own words, figures in a wrong unit.
 - Parroting: the share of a text's word 8-grams (lower case, punctuation removed) that
@@ -17,7 +17,7 @@
 - Repetition: the share of a turn's 8-grams that occur in the same agent's earlier turns,
   per turn (mean per run; an agent's first turn has nothing to repeat and is left out).
 - In view at the last turn: per agent, the share of its own key items its last prompt held
-  besides the brief (memory and recent turns; `ima.method.in_view`), and the mean over agents.
+  besides the brief (memory and recent turns; `ima.measures.in_view`), and the mean over agents.
 - Memory hygiene: the notes of the final memories, pairs in one memory that restate each
   other, and notes in a script the brief does not use (`memory_quality.memory_hygiene`).
 
@@ -32,11 +32,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ima.core.ngrams import NGRAM, Gram, copied_share, ngram_set, ngrams
-from ima.design.checks import figure_conflicts
-from ima.design.quality import design_quality, junk_lines, own_text
-from ima.method.in_view import in_view_at_last_turn
-from ima.method.memory_quality import memory_hygiene, memory_report
-from ima.method.prompting import instruction_texts
+from ima.measures.design_quality import design_quality, junk_lines, own_text
+from ima.measures.in_view import in_view_at_last_turn
+from ima.measures.memory_quality import memory_hygiene, memory_report
+from ima.meeting.design.checks import figure_conflicts
+from ima.meeting.prompting import instruction_texts
 from ima.tasks import Task
 from ima.tasks.evidence import normalise, states_figure
 
@@ -95,7 +95,7 @@ def _strings(value: Any) -> list[str]:
 
 def figure_grounding(task: Task, design: str, spec: Any) -> dict[str, Any]:
     """Which key figures the design states, which the spec states, and which figures of the
-    design the brief contradicts (`ima.design.checks.figure_conflicts`).
+    design the brief contradicts (`ima.meeting.design.checks.figure_conflicts`).
 
     Shares are over all key figures (None when the task lists none)."""
     figures = task.key_figures

@@ -1,5 +1,5 @@
 """The memory-update node of one agent in the meeting: the library's memory step
-(`intrinsic_memory.nodes.memory_step`) on the agent's own latest turn, with the meeting's
+(`intrinsic_memory.memory_step`) on the agent's own latest turn, with the meeting's
 prompt parts, its template kind, the log of every version and progress events.
 
 The step writes the agent's own slot and nothing else: whatever the model writes, no other
@@ -12,16 +12,14 @@ import difflib
 from collections.abc import Callable
 from typing import Any
 
-from intrinsic_memory import IntrinsicMemory
-from intrinsic_memory.nodes import memory_step
-from intrinsic_memory.schedule import only_markers
+from intrinsic_memory import IntrinsicMemory, memory_step, only_markers
 from langgraph.runtime import Runtime
 
 from ima.core.settings import RunContext
 from ima.core.state import MemoryRepairs, MemorySlot, MemoryVersion, State, add_usage
-from ima.method.prompting import own_role_prompt, role_prompt, system_prompt, task_prompt
+from ima.meeting.nodes.templates import template_for
+from ima.meeting.prompting import own_role_prompt, role_prompt, system_prompt, task_prompt
 from ima.models import Models
-from ima.nodes.templates import template_for
 from ima.tasks import Task
 
 

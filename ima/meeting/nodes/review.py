@@ -17,7 +17,7 @@ from langgraph.types import Command, interrupt
 from ima import prompts
 from ima.core.state import State, Turn, zero_usage
 from ima.core.tokens import count_tokens
-from ima.method.agent_context import render_turn
+from ima.meeting.agent_context import render_turn
 from ima.tasks import Task
 
 REVIEW = "human_review"

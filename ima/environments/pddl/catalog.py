@@ -60,7 +60,7 @@ class Domain(BaseModel):
 
 
 class Problem(BaseModel):
-    """One bundled problem; `ima.pddl.Env(problem)` plays it."""
+    """One bundled problem; `ima.environments.pddl.Env(problem)` plays it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     id: str = Field(pattern=r"^[a-z][a-z0-9-]*$")
@@ -170,5 +170,9 @@ def get_problem(problem_id: str) -> Problem:
     if problem_id in problems:
         return problems[problem_id]
     close = difflib.get_close_matches(problem_id, list(problems), n=3, cutoff=0.6)
-    hint = f"did you mean {', '.join(close)}?" if close else "ima.pddl.list_problems() lists them"
+    hint = (
+        f"did you mean {', '.join(close)}?"
+        if close
+        else "ima.environments.pddl.list_problems() lists them"
+    )
     raise UserError(f"unknown PDDL problem {problem_id!r}: {hint}")
