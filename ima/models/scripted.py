@@ -262,21 +262,21 @@ class ScriptedChatModel(BaseChatModel):
         rng = self._rng(ask)
         if part := re.search(r"^## Part \d+: (.+)$", ask, re.M):
             if (2 if retried else 1) <= self.bad_json:
-                return '{"name": '
+                return '{"technology": '
             title = part.group(1).strip()
             offered = re.search(r"the one of these it runs on: (.+);\n", ask)
             tech = rng.choice(offered.group(1).split("; ") if offered else _TECHNOLOGIES)
-            meets = re.findall(r"^- (R\d+): ", _between(ask, "It must meet"), re.M)
             return json.dumps(
                 {
                     "technology": tech,
-                    "does": f"Runs the {title.lower()} part of the pipeline on {tech}.",
                     "why": f"{tech} is a managed service, so a small team can operate it.",
                     "pros": ["managed by the provider"],
                     "cons": ["ties the design to one provider"],
-                    "how": {r: f"The {title.lower()} on {tech} handles {r} for us." for r in meets},
                 }
             )
+        if how := re.search(r"^## Part: how (.+) meets (R\w+)$", ask, re.M):
+            title, requirement = how.groups()
+            return json.dumps({"how": f"The {title.lower()} takes care of {requirement} for us."})
         if "## Part: resource estimates" in ask:
             ids = re.findall(r'^- "(\w+)" \(', ask, re.M)
             return json.dumps({i: {"value": 12, "derivation": "3 x 4 = 12"} for i in ids})

@@ -133,12 +133,13 @@ def compile_design(
     checker = parts.Checker(task, state.get("brief") or task.description, instructions)
     memories = state.get("memories") or {}
 
-    by_slot: dict[str, tuple[Component, dict[str, str]]] = {}
+    components: dict[str, Component] = {}
+    hows: dict[str, tuple[str, str]] = {}  # requirement: (component, how it meets it)
     order = sorted(plan.components, key=lambda s: [c.owner for c in plan.components].index(s.owner))
     for number, slot in enumerate(order, 1):
         notes = str((memories.get(slot.owner) or {}).get("text", ""))
         memory = _clean_lines(notes, task, instructions, MEMORY_TOKENS)
-        answer = asker.ask(
+        component = asker.ask(
             "component",
             slot.id,
             parts.component_schema(slot),
@@ -149,12 +150,27 @@ def compile_design(
             title=slot.title,
             ask=slot.ask,
             technology=parts.technology_ask(slot),
-            requirements=parts.requirement_lines(task, slot.meets),
         )
-        reason = compiled.unusable.get(slot.id, "")
-        by_slot[slot.id] = answer or (parts.open_component(slot, reason), {})
+        components[slot.id] = component or parts.open_component(
+            slot, compiled.unusable.get(slot.id, "")
+        )
+        for rid in slot.meets if component else ():
+            if rid in hows:  # a requirement is met by the first part that says how
+                continue
+            how = asker.ask(
+                "how",
+                f"{slot.id}:{rid}",
+                parts.how_schema(),
+                checker.how_parser(),
+                title=slot.title,
+                technology=component.technology,
+                requirement=rid,
+                named=parts.requirement_name(task, rid),
+            )
+            if how:
+                hows[rid] = (slot.id, how)
     design = compiled.design
-    design.components = [by_slot[s.id][0] for s in plan.components]
+    design.components = [components[s.id] for s in plan.components]
 
     if plan.estimates:
         answer = asker.ask(
@@ -203,46 +219,26 @@ def compile_design(
         )
         or ""
     )
-    design.requirements = _requirement_rows(task, by_slot, design.costs)
+    design.requirements = _requirement_rows(task, hows, design.costs)
     design.conflicts = _conflicts(task, design)
     return compiled
 
 
 def _requirement_rows(
-    task: Task, by_slot: Mapping[str, tuple[Component, dict[str, str]]], costs: Costs
+    task: Task, hows: Mapping[str, tuple[str, str]], costs: Costs
 ) -> list[RequirementRow]:
-    """A row per requirement: the first component that meets it and says how, else the
-    cost breakdown for the requirements it meets (when within budget), else open."""
+    """A row per requirement: the component that says how it meets it, else the cost
+    breakdown for the requirements it meets (when within budget), else open."""
     plan = task.design_plan
+    sentence = parts.cost_sentence(costs)
     rows = []
     for requirement in task.requirements:
-        text = " ".join(requirement.text.split())
-        row = RequirementRow(id=requirement.id, requirement=text)
-        for slot in plan.components:
-            component, how = by_slot[slot.id]
-            if (
-                requirement.id in slot.meets
-                and component.status == "written"
-                and how.get(requirement.id)
-            ):
-                row = RequirementRow(
-                    id=requirement.id,
-                    requirement=text,
-                    met_by=slot.id,
-                    how=how[requirement.id],
-                    status="met",
-                )
-                break
-        else:
-            sentence = parts.cost_sentence(costs)
-            if requirement.id in plan.costs_meet and costs.within_budget and sentence:
-                row = RequirementRow(
-                    id=requirement.id,
-                    requirement=text,
-                    met_by="costs",
-                    how=sentence,
-                    status="met",
-                )
+        row = RequirementRow(id=requirement.id, requirement=" ".join(requirement.text.split()))
+        if requirement.id in hows:
+            met_by, how = hows[requirement.id]
+            row = row.model_copy(update={"met_by": met_by, "how": how, "status": "met"})
+        elif requirement.id in plan.costs_meet and costs.within_budget and sentence:
+            row = row.model_copy(update={"met_by": "costs", "how": sentence, "status": "met"})
         rows.append(row)
     return rows
 

@@ -114,7 +114,7 @@ ACTION_VERBS = frozenset(
         "write",
     ]
 )
-TEXTS = ("technology", "does", "why")  # a component's one-line fields
+TEXTS = ("technology", "why")  # a component's one-line fields
 # A sentence whose word 5-grams are this much the brief's or the requirements' is copied.
 COPIED = 0.5
 # An estimate off its own derivation by more than this (after a change of unit by powers of
@@ -214,11 +214,11 @@ def output_cap(schema: dict[str, Any]) -> int:
 # ----------------------------------------------------------------------------- prompts
 
 
-def requirement_lines(task: Task, ids: Sequence[str]) -> str:
-    """The requirements by id and title (a few words, so the answer is not a copy of the
-    requirement's sentence), or their text when the task gives no title."""
-    named = {r.id: r.title or " ".join(r.text.split()) for r in task.requirements}
-    return "\n".join(f"- {rid}: {named[rid]}" for rid in ids) or "- (none in particular)"
+def requirement_name(task: Task, requirement_id: str) -> str:
+    """A requirement by its title (a few words, so the answer is not a copy of the
+    requirement's sentence), or its text when the task gives no title."""
+    found = next(r for r in task.requirements if r.id == requirement_id)
+    return found.title or " ".join(found.text.split())
 
 
 def technology_ask(slot: ComponentSlot) -> str:
@@ -271,14 +271,15 @@ def component_schema(slot: ComponentSlot) -> dict[str, Any]:
     items = {"type": "array", "items": _text(60), "minItems": 1, "maxItems": 2}
     properties = {
         "technology": {"enum": list(slot.options)} if slot.options else _text(40, 2),
-        "does": _text(120, 20),
-        "why": _text(120, 20),
+        "why": _text(140, 20),
         "pros": items,
         "cons": items,
     }
-    if slot.meets:
-        properties["how"] = _object({rid: _text(130, 20) for rid in slot.meets})
     return {"title": f"component_{slot.id}", **_object(properties)}
+
+
+def how_schema() -> dict[str, Any]:
+    return {"title": "how", **_object({"how": _text(150, 20)})}
 
 
 def estimates_schema(slots: Sequence[EstimateSlot]) -> dict[str, Any]:
@@ -376,49 +377,48 @@ class Checker:
 
     # -- parts
 
-    def component_parser(
-        self, slot: ComponentSlot
-    ) -> Callable[[str], tuple[Component, dict[str, str]]]:
-        last = self._attempts()
-
-        def parse(text: str) -> tuple[Component, dict[str, str]]:
-            final = last()
+    def component_parser(self, slot: ComponentSlot) -> Callable[[str], Component]:
+        def parse(text: str) -> Component:
             data = _object_of(text)
-            fields = {k: " ".join(str(data.get(k) or "").split()) for k in TEXTS}
-            technology = fields["technology"]
+            technology, why = (" ".join(str(data.get(k) or "").split()) for k in TEXTS)
             if slot.options and technology not in slot.options:
                 raise AnswerError(f'"technology" must be one of: {", ".join(slot.options)}')
             if not set(words(technology)) - _GENERIC or self._names_an_agent(technology):
                 raise AnswerError(
                     '"technology" must name a product or service by its name, not a kind of one'
                 )
-            if problem := self._problem("technology", technology, own_words=False):
+            problem = self._problem("technology", technology, own_words=False)
+            if problem := problem or self._problem("why", why) or self._conflict("why", why):
                 raise AnswerError(problem)
-            for key in ("does", "why"):
-                if problem := self._problem(key, fields[key]):
-                    raise AnswerError(problem)
-            if fields["why"].lower() == fields["does"].lower():
-                raise AnswerError('"why" repeats "does"; say why this technology suits the brief')
             pros, cons = (self._items(data.get(k)) for k in ("pros", "cons"))
             if not pros or not cons:
                 raise AnswerError('give at least one usable item in "pros" and in "cons"')
-            how: dict[str, str] = {}
-            given = data.get("how") if isinstance(data.get("how"), dict) else {}
-            for rid in slot.meets:
-                sentence = " ".join(str(given.get(rid) or "").split())
-                problem = self._problem(f"how {rid}", sentence)
-                if problem and not final:
-                    raise AnswerError(problem)
-                if not problem:
-                    how[rid] = sentence
-            if not final:
-                for key, value in [("does", fields["does"]), ("why", fields["why"]), *how.items()]:
-                    if conflict := self._conflict(key, value):
-                        raise AnswerError(conflict)
-            component = Component(
-                id=slot.id, title=slot.title, name=slot.title, pros=pros, cons=cons, **fields
+            return Component(
+                id=slot.id,
+                title=slot.title,
+                name=slot.title,
+                technology=technology,
+                does=f"Handles {slot.ask}.",
+                why=why,
+                pros=pros,
+                cons=cons,
             )
-            return component, how
+
+        return parse
+
+    def how_parser(self) -> Callable[[str], str]:
+        """One sentence of the design's own on how a component meets a requirement: not
+        copied, no junk; a figure the brief contradicts is asked about once, then listed."""
+        last = self._attempts()
+
+        def parse(text: str) -> str:
+            final = last()
+            how = " ".join(str(_object_of(text).get("how") or "").split())
+            if problem := self._problem("how", how):
+                raise AnswerError(problem)
+            if not final and (conflict := self._conflict("how", how)):
+                raise AnswerError(conflict)
+            return how
 
         return parse
 

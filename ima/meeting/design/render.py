@@ -25,7 +25,10 @@ def _component(n: int, component: Component) -> str:
     if component.status == "open":
         why = f" ({component.open_because})" if component.open_because else ""
         return f"### {n}. {component.title}\n_Open: no usable answer{why}; {OPEN_COMPONENT}_"
-    lines = [f"### {n}. {component.title}: {component.name} ({component.technology})"]
+    named = f"{component.name} ({component.technology})"
+    if not component.name or component.name == component.title:
+        named = component.technology
+    lines = [f"### {n}. {component.title}: {named}"]
     lines.append(component.does)
     lines.append(f"- **Why:** {component.why}")
     if component.pros:
