@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -13,29 +15,36 @@ pytestmark = pytest.mark.model
 
 
 def test_same_seed_same_transcript_with_the_embedded_model(task):
-    def run() -> list[tuple[str, str]]:
-        graph = compile_graph(task, "intrinsic", checkpointer=InMemorySaver())
-        settings = RunContext(
-            model="embedded",
-            turn_cap=2,
-            seed=5,
-            max_turn_words=20,
-            memory_tokens=64,
-            long_term=False,
-        )
-        out = graph.invoke({}, {"configurable": {"thread_id": "det"}}, context=settings)
-        # every part is grammar-constrained JSON: the design validates, with its stand-ins named
-        Design.model_validate(out["final"]["spec"])
-        assert all(
-            u["estimated_calls"] == 0 for kinds in out["usage"].values() for u in kinds.values()
-        )
-        return [(t["speaker"], t["content"]) for t in out["transcript"]] + [
-            (role, slot["text"]) for role, slot in sorted(out["memories"].items())
-        ]
+    """Twice the same meeting with one seed (up to its documentation, the same turns and
+    memories); then the first one's design: every part is grammar-constrained JSON, so the
+    design validates."""
+    settings = RunContext(
+        model="embedded",
+        turn_cap=2,
+        seed=5,
+        max_turn_words=20,
+        memory_tokens=64,
+        long_term=False,
+    )
 
-    first = run()
+    def run(thread: str) -> tuple[Any, dict, list[tuple[str, str]]]:
+        graph = compile_graph(task, "intrinsic", checkpointer=InMemorySaver())
+        config = {"configurable": {"thread_id": thread}}
+        out = graph.invoke({}, config, context=settings, interrupt_before=["documentation"])
+        return (
+            graph,
+            config,
+            [(t["speaker"], t["content"]) for t in out["transcript"]]
+            + [(role, slot["text"]) for role, slot in sorted(out["memories"].items())],
+        )
+
+    graph, config, first = run("first")
     assert first and all(text for _, text in first[:2])
-    assert run() == first
+    assert run("again")[2] == first
+
+    out = graph.invoke(None, config, context=settings)
+    Design.model_validate(out["final"]["spec"])
+    assert all(u["estimated_calls"] == 0 for kinds in out["usage"].values() for u in kinds.values())
 
 
 def test_the_shared_layout_is_served_from_the_cache_across_agents(task):
@@ -57,7 +66,9 @@ def test_the_shared_layout_is_served_from_the_cache_across_agents(task):
             prompt_layout="shared",
         )
         config = {"configurable": {"thread_id": "shared"}, "callbacks": [recorder]}
-        return graph.invoke({}, config, context=settings), recorder
+        # the turns are what this test is about: the design's calls would only take time
+        out = graph.invoke({}, config, context=settings, interrupt_before=["documentation"])
+        return out, recorder
 
     out, recorder = run()
     prompts = [msgs for _, msgs in recorder.of_kind("agent_turn")]
