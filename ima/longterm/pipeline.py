@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ima.core.state import memory_slots
 from ima.longterm.hub import MemoryHub
 from ima.longterm.merge import Candidate
 from ima.longterm.namespaces import SHARED, private
@@ -104,7 +105,7 @@ class RunOutcome:
     @classmethod
     def from_values(cls, thread: str, values: Mapping[str, Any]) -> RunOutcome:
         """From the graph's final state values (as ima.runs.runner.execute returns them)."""
-        slots = values.get("memories") or {}
+        slots = memory_slots(values)
         return cls(
             thread=thread,
             status=str(values.get("status", "")),
