@@ -47,7 +47,7 @@ from minigrid.minigrid_env import MiniGridEnv
 from ima.core.errors import UserError
 from ima.environments.babyai_view import describe, name_of, with_article
 from ima.environments.base import EnvTask, StepResult, TextEnvironment, same_action
-from ima.environments.catalog import get_task
+from ima.environments.catalog import task_of
 
 # The bundled levels, easy to hard: navigation, picking up, doors, putting next to, keys,
 # then a composite instruction; each at SEEDS. All are solved by minigrid's bot.
@@ -158,9 +158,7 @@ class BabyAIEnv(TextEnvironment):
 
     def __init__(self, task: EnvTask | str) -> None:
         super().__init__()
-        self._task = get_task(task) if isinstance(task, str) else task
-        if self._task.environment != "babyai":
-            raise UserError(f"{self._task.id} is a {self._task.environment} task, not BabyAI")
+        self._task = task_of(task, "babyai", "BabyAI")
         self._env = make_level(self._task.family, self._task.seed)
         if self._env.mission != self._task.goal:
             raise UserError(
@@ -177,11 +175,6 @@ class BabyAIEnv(TextEnvironment):
     @property
     def task(self) -> EnvTask:
         return self._task
-
-    @property
-    def mission(self) -> str:
-        """The mission in words (the task's goal)."""
-        return self._env.mission
 
     def observation(self) -> str:
         """What the agent carries and sees now, one fact per line."""

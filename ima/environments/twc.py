@@ -41,7 +41,7 @@ from textworld_express.constants import BASEPATH, JAR_PATH
 from ima.core.errors import UserError
 from ima.environments import jvm
 from ima.environments.base import EnvTask, StepResult, TextEnvironment, same_action
-from ima.environments.catalog import get_task
+from ima.environments.catalog import task_of
 
 GAME = "twc"
 FOLD = "test"  # the fold benchmarks evaluate on; its seeds are 20000-20999
@@ -92,9 +92,7 @@ class TWCEnv(TextEnvironment):
 
     def __init__(self, task: EnvTask | str) -> None:
         super().__init__()
-        self._task = get_task(task) if isinstance(task, str) else task
-        if self._task.environment != "twc":
-            raise UserError(f"{self._task.id} is a {self._task.environment} task, not TWC")
+        self._task = task_of(task, "twc", "TWC")
         self._game, self._state = new_game(dict(self._task.params), self._task.seed)
 
     # what the agent sees ---------------------------------------------------------------

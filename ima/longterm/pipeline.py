@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ima.core.state import memory_slots
@@ -128,15 +128,7 @@ class LearnReport:
     blocked: int = 0
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "thread": self.thread,
-            "status": self.status,
-            "drafted": self.drafted,
-            "refused": self.refused,
-            "added": self.added,
-            "supported": self.supported,
-            "blocked": self.blocked,
-        }
+        return asdict(self)
 
 
 def learn(hub: MemoryHub, outcome: RunOutcome, drafter: Drafter = rule_drafter) -> LearnReport:
