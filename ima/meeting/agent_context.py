@@ -380,8 +380,13 @@ def check_budget(task: Task, brief: str, settings: RunContext, with_memory: bool
         )
     except ValueError:
         least = minimum_budget(memory, system_tokens=fixed, lessons_tokens=lessons)
+        held = (
+            "role prompt, memory and a short turn"
+            if with_memory
+            else "role prompt and a short turn"
+        )
         raise UserError(
-            f"token budget {settings.token_budget} cannot hold the task description, role "
-            f"prompt and {'memory' if with_memory else 'a turn'}: raise --budget to at least "
-            f"{least}" + (" or lower --memory-tokens" if with_memory else "")
+            f"token budget {settings.token_budget} is smaller than the task description, "
+            f"{held} ({least} tokens): raise --budget to at least {least}"
+            + (" or lower --memory-tokens" if with_memory else "")
         ) from None
