@@ -22,6 +22,7 @@ from ima import prompts
 from ima.core.state import CallUsage, add_call_usage, zero_usage
 from ima.core.tokens import count_tokens
 from ima.meeting.design import parts
+from ima.meeting.design.answers import Checker
 from ima.meeting.design.checks import figure_conflicts, junk_reason, unit_errors
 from ima.meeting.design.document import Component, Conflict, Costs, Design, RequirementRow
 from ima.models.structured import Outcome, ask_structured, prompt_parts
@@ -130,7 +131,7 @@ def compile_design(
         proposal=accepted_proposal(task, state.get("transcript") or [], instructions),
     )
     asker = _Asker(model, system, opening, dict(metadata), compiled)
-    checker = parts.Checker(task, state.get("brief") or task.description, instructions)
+    checker = Checker(task, state.get("brief") or task.description, instructions)
     memories = state.get("memories") or {}
 
     components: dict[str, Component] = {}
