@@ -77,7 +77,7 @@ def run_command(args: Sequence[str] | None = None) -> int:
     """Run the command `args` (default: the process's arguments); the exit code. Whatever
     goes wrong ends in one line on stderr: bad input 2, a failure 1, Ctrl-C 130."""
     try:
-        code = app(args=args, standalone_mode=False)
+        code = app(args=args, prog_name="ima", standalone_mode=False)
     except Interrupted as exc:
         return _interruption(str(exc))
     except UserError as exc:
