@@ -102,7 +102,7 @@ def measure(task: Task, lengths: list[int], budget: int = 2048) -> list[dict[str
         return {
             "brief": task.description,
             "transcript": transcript,
-            "memories": {r: {"text": memory} for r in task.speakers},
+            "intrinsic_memory": {r: {"text": memory} for r in task.speakers},
             **task.schedule.start(),
         }
 

@@ -88,14 +88,17 @@ registry = RunRegistry(sys.argv[1])
 record = registry.get(sys.argv[2])
 registry.close()
 values = load_state(record, sys.argv[1])
-keys = ("memory_log", "templates", "final", "transcript", "brief", "memories")
+keys = ("memory_log", "templates", "final", "transcript", "brief")
 try:
     import intrinsic_memory
     library = intrinsic_memory.__file__
 except ImportError:  # code from before the library
     library = None
 code = {"ima": ima.__file__, "library": library}
-print(json.dumps({**code, **{k: values.get(k) for k in keys}}, default=str))
+# the memories under the key of the code that ran (before 12-06: "memories")
+memories = values.get("intrinsic_memory") or values.get("memories")
+state = {**code, **{k: values.get(k) for k in keys}, "memories": memories}
+print(json.dumps(state, default=str))
 """
 
 

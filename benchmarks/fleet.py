@@ -38,6 +38,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+from ima.core.state import memory_slots
 from ima.evals.jobs import queueing
 from ima.evals.shared import SharedEvaluation
 from ima.runs import leases
@@ -305,7 +306,7 @@ def _long_term(db: Any, name: str, rows: list[dict[str, Any]]) -> dict[str, Any]
         for row in rows:
             if row["condition"]["memory_mode"] != "intrinsic":
                 continue
-            memories = load_state_of(db, row["thread_id"]).get("memories") or {}
+            memories = memory_slots(load_state_of(db, row["thread_id"]))
             for lesson in (COMMON_LESSON, seed_lesson(row["condition"]["seed"])):
                 holders = [r for r, m in memories.items() if lesson in m["text"]]
                 expected.update((f"private:{r}", lesson, row["thread_id"]) for r in holders)

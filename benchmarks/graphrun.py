@@ -108,7 +108,7 @@ def run_graph(variant: str, turns: int, budget: int = 2048) -> dict[str, Any]:
                             stamps.append(time.perf_counter())
                             cpu.append(time.process_time())
                         turn_bytes += len(turn["content"].encode())
-                    for slot in (update.get("memories") or {}).values():
+                    for slot in (update.get("intrinsic_memory") or {}).values():
                         if slot.get("version", 0) > 0:  # a rewrite (setup writes empty slots)
                             memory_bytes += len(slot["text"].encode())
                             memory_versions += 1

@@ -14,14 +14,11 @@ installed with the app's dev extras).
 
 from __future__ import annotations
 
-import argparse
-
+import _example as example  # the examples' command line and printing
 from intrinsic_memory import IntrinsicMemory, IntrinsicMemoryMiddleware, MemoryChannel
 from langchain.agents import create_agent
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.errors import GraphRecursionError
 from langgraph.prebuilt.chat_agent_executor import AgentState
 from langgraph_supervisor import create_supervisor
 
@@ -62,34 +59,15 @@ def build(model: BaseChatModel, token_budget: int = 1024):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument(
-        "--model",
-        default="embedded",
-        help="what `ima run --model` takes: embedded (offline, the default), scripted "
-        "(deterministic test model), ollama:NAME, or a LangChain provider:model",
-    )
-    parser.add_argument("--budget", type=int, default=1024, help="tokens each worker sees")
+    parser = example.parser(__doc__, "tokens each worker sees")
     parser.add_argument(
         "--requests", type=int, default=len(REQUESTS), help="how many of the requests to send"
     )
     args = parser.parse_args()
-    from ima.models import load_chat_model  # the app's models: embedded, scripted, Ollama
-
-    team = build(load_chat_model(args.model), args.budget)
+    team = build(example.chat_model(args.model), args.budget)
     config = {"configurable": {"thread_id": "research"}, "recursion_limit": 16}
-    for request in REQUESTS[: args.requests]:
-        try:
-            result = team.invoke({"messages": [HumanMessage(request)]}, config)
-        except GraphRecursionError:  # a small model can keep handing work around
-            print(f"> {request}\n(no answer within {config['recursion_limit']} steps)\n")
-            continue
-        print(f"> {request}\n{result['messages'][-1].text}\n")
-    values = team.get_state(config).values
-    for agent, record in (values.get("intrinsic_memory") or {}).items():
-        print(f"{agent}'s memory (version {record['version']}):\n{record['text']}\n")
+    example.ask_each(team, REQUESTS[: args.requests], config)
+    example.print_memories(team.get_state(config).values)
 
 
 if __name__ == "__main__":

@@ -13,8 +13,7 @@ takes what `ima run --model` takes (the embedded default runs offline).
 
 from __future__ import annotations
 
-import argparse
-
+import _example as example  # the examples' command line and printing
 from intrinsic_memory import (
     IntrinsicMemory,
     IntrinsicMemoryMiddleware,
@@ -23,9 +22,7 @@ from intrinsic_memory import (
 )
 from langchain.agents import create_agent
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.errors import GraphRecursionError
 
 PLANNER = "You plan train routes between European cities: stops, trains and travel times."
 BUDGET = "You keep the trip's budget: costs per item, running total, what is left."
@@ -64,34 +61,15 @@ def build(model: BaseChatModel, token_budget: int = 1024):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument(
-        "--model",
-        default="embedded",
-        help="what `ima run --model` takes: embedded (offline, the default), scripted "
-        "(deterministic test model), ollama:NAME, or a LangChain provider:model",
-    )
-    parser.add_argument("--budget", type=int, default=1024, help="tokens each subagent sees")
+    parser = example.parser(__doc__, "tokens each subagent sees")
     parser.add_argument(
         "--requests", type=int, default=len(REQUESTS), help="how many of the requests to send"
     )
     args = parser.parse_args()
-    from ima.models import load_chat_model  # the app's models: embedded, scripted, Ollama
-
-    supervisor = build(load_chat_model(args.model), args.budget)
+    supervisor = build(example.chat_model(args.model), args.budget)
     config = {"configurable": {"thread_id": "trip"}, "recursion_limit": 12}
-    for request in REQUESTS[: args.requests]:
-        try:
-            result = supervisor.invoke({"messages": [HumanMessage(request)]}, config)
-        except GraphRecursionError:  # a small model can keep calling tools
-            print(f"> {request}\n(no answer within {config['recursion_limit']} steps)\n")
-            continue
-        print(f"> {request}\n{result['messages'][-1].text}\n")
-    result = supervisor.get_state(config).values
-    for agent, record in (result.get("intrinsic_memory") or {}).items():
-        print(f"{agent}'s memory (version {record['version']}):\n{record['text']}\n")
+    example.ask_each(supervisor, REQUESTS[: args.requests], config)
+    example.print_memories(supervisor.get_state(config).values)
 
 
 if __name__ == "__main__":

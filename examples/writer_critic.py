@@ -12,9 +12,9 @@ allows, however long the exchange grows. `--model` takes what `ima run --model` 
 
 from __future__ import annotations
 
-import argparse
 from typing import Annotated, Any
 
+import _example as example  # the examples' command line and printing
 from intrinsic_memory import IntrinsicMemory, MemoryChannel, add_intrinsic_memory
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
@@ -66,26 +66,14 @@ def build(model: BaseChatModel, rounds: int = 3, token_budget: int = 1024) -> St
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument(
-        "--model",
-        default="embedded",
-        help="what `ima run --model` takes: embedded (offline, the default), scripted "
-        "(deterministic test model), ollama:NAME, or a LangChain provider:model",
-    )
+    parser = example.parser(__doc__, "tokens each agent sees")
     parser.add_argument("--rounds", type=int, default=3, help="writer/critic rounds")
-    parser.add_argument("--budget", type=int, default=1024, help="tokens each agent sees")
     args = parser.parse_args()
-    from ima.models import load_chat_model  # the app's models: embedded, scripted, Ollama
-
-    graph = build(load_chat_model(args.model), args.rounds, args.budget).compile()
+    graph = build(example.chat_model(args.model), args.rounds, args.budget).compile()
     result = graph.invoke({"messages": [HumanMessage(TASK)], "rounds": 0})
     final = next(m for m in reversed(result["messages"]) if isinstance(m, AIMessage))
     print(f"Final notice:\n{final.text}\n")
-    for agent, record in result["intrinsic_memory"].items():
-        print(f"{agent}'s memory (version {record['version']}):\n{record['text']}\n")
+    example.print_memories(result)
 
 
 if __name__ == "__main__":

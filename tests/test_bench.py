@@ -103,6 +103,32 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, env, args, message):
     assert not out.exists()
 
 
+def test_the_three_commands_take_the_same_options_but_their_choice_of_tasks():
+    from ima.cli.bench_options import CHOICES, parameters
+
+    shared = {env: [p.name for p in parameters(env) if p not in CHOICES[env]] for env in CHOICES}
+    assert shared["pddl"] == shared["babyai"] == shared["twc"]
+    assert {"summary_tokens", "memory_tokens", "token_budget"} <= set(shared["pddl"])
+
+
+def test_a_benchmark_stored_before_the_summary_had_its_own_length_continues(tmp_path):
+    """Its summaries were as long as the memory: that is the length it goes on with."""
+    from ima.evals.bench.plan import merged_config, plan_from_config
+
+    plan = _plan(settings=SolverSettings(step_limit=6, memory_tokens=512, summary_tokens=512))
+    stored = plan.config()
+    stored["settings"] = {
+        ("budget" if k == "token_budget" else k): v
+        for k, v in stored["settings"].items()
+        if k != "summary_tokens"
+    }
+    assert plan_from_config(stored).settings == plan.settings
+    assert merged_config(stored, plan.config(), "here")["settings"] == plan.config()["settings"]
+    other = _plan(settings=SolverSettings(step_limit=6, memory_tokens=512))
+    with pytest.raises(UserError, match="summary_tokens"):
+        merged_config(stored, other.config(), "here")
+
+
 def _plan(**changes) -> BenchPlan:
     fields = dict(
         env="babyai",

@@ -47,7 +47,7 @@ def test_compaction_keeps_the_state_and_only_the_last_checkpoint(db_target, task
         assert after == before
         assert len(after["transcript"]) == 40 and after["status"] == "turn_cap"
         if memory_mode == "intrinsic":
-            assert all(m["text"] for m in after["memories"].values())
+            assert all(m["text"] for m in after["intrinsic_memory"].values())
         compact_thread(saver, graph, config)  # again: nothing changes
         assert graph.get_state(config).values == before
     # a fresh process (new connection, new graph) reads the same state

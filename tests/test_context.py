@@ -9,12 +9,13 @@ from typing import Any
 
 import pytest
 from conftest import PromptRecorder, remembered_turns
+from intrinsic_memory import select_window
 from langgraph.checkpoint.memory import InMemorySaver
 
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
 from ima.core.tokens import count_tokens
-from ima.meeting.agent_context import WINDOW_BLOCK, build_context, recent_turns, render_turn
+from ima.meeting.agent_context import WINDOW_BLOCK, build_context, render_turn
 from ima.meeting.builder import compile_graph
 
 
@@ -26,6 +27,12 @@ def turn(index: int, speaker: str, words: int) -> dict[str, Any]:
         "content": content,
         "tokens": count_tokens(render_turn(index, speaker, content)),
     }
+
+
+def recent_turns(transcript: list[dict[str, Any]], room: int, block: int = 1) -> list[dict]:
+    """The turns the library's window keeps of `transcript` in `room` tokens."""
+    first = select_window(len(transcript), lambda i: transcript[i]["tokens"], room, block=block)
+    return transcript[first:]
 
 
 def test_recent_turns_keeps_newest_in_order_within_budget():
@@ -263,4 +270,4 @@ def test_in_the_shared_layout_memory_updates_open_with_what_every_agent_shares(t
             role = human.content.split("# Your role", 1)[1]
             assert f"({meta['ima_role']})" in role.split("\n", 2)[1]
             assert own["content"] in role
-        assert all(slot["text"] for slot in out["memories"].values() if slot["version"])
+        assert all(slot["text"] for slot in out["intrinsic_memory"].values() if slot["version"])

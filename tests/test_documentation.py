@@ -145,7 +145,7 @@ def document(task, answers, *, consensus=True, transcript=()):
         "brief": task.description,
         "consensus": consensus,
         "transcript": list(transcript),
-        "memories": {"DEA": {"text": "## Decisions\n- Use AWS Batch for the nightly jobs"}},
+        "intrinsic_memory": {"DEA": {"text": "## Decisions\n- Use AWS Batch for the nightly jobs"}},
         "templates": {},
     }
     update = node(state, Runtime(context=RunContext(model="scripted", long_term=False)))

@@ -35,7 +35,7 @@ def test_same_seed_same_transcript_with_the_embedded_model(task):
             graph,
             config,
             [(t["speaker"], t["content"]) for t in out["transcript"]]
-            + [(role, slot["text"]) for role, slot in sorted(out["memories"].items())],
+            + [(role, slot["text"]) for role, slot in sorted(out["intrinsic_memory"].items())],
         )
 
     graph, config, first = run("first")
@@ -85,4 +85,4 @@ def test_the_shared_layout_is_served_from_the_cache_across_agents(task):
     assert cached == min(shared, len(third) - 1) // llamacpp.BLOCK * llamacpp.BLOCK
     again, _ = run()
     assert [t["content"] for t in again["transcript"]] == [t["content"] for t in out["transcript"]]
-    assert again["memories"] == out["memories"]
+    assert again["intrinsic_memory"] == out["intrinsic_memory"]

@@ -35,7 +35,7 @@ def test_run_ends_finalized_with_a_design_that_follows_its_schema(run_graph, tas
 def test_every_agent_that_spoke_has_its_own_memory(run_graph):
     out = run_graph("intrinsic")
     speakers = {t["speaker"] for t in out["transcript"]}
-    memories = out["memories"]
+    memories = out["intrinsic_memory"]
     assert set(memories) == speakers
     texts = [memories[r]["text"] for r in speakers]
     assert all(texts) and len(set(texts)) == len(texts)
@@ -50,7 +50,7 @@ def test_every_agent_that_spoke_has_its_own_memory(run_graph):
 
 def test_baseline_keeps_no_memory(run_graph):
     out = run_graph("none")
-    assert not out.get("memories")
+    assert not out.get("intrinsic_memory")
     assert all("memory_update" not in kinds for kinds in out["usage"].values())
 
 
@@ -74,9 +74,12 @@ class HostileModel(ScriptedChatModel):
 @pytest.mark.parametrize("mode", ["rewrite", "edit"])
 def test_a_turn_cannot_write_another_agents_memory(run_graph, mode):
     out = run_graph("intrinsic", model=HostileModel(), memory_update=mode)
-    assert "HACKED" in out["memories"]["BOA"]["text"]  # the hostile agent changed its own slot
+    assert (
+        "HACKED" in out["intrinsic_memory"]["BOA"]["text"]
+    )  # the hostile agent changed its own slot
     own_turns = {
-        r: {t["index"] for t in out["transcript"] if t["speaker"] == r} for r in out["memories"]
+        r: {t["index"] for t in out["transcript"] if t["speaker"] == r}
+        for r in out["intrinsic_memory"]
     }
     for version in out["memory_log"]:
         if version["role"] != "BOA":
@@ -103,14 +106,16 @@ def test_a_bare_vote_leaves_the_memory_as_it_was_without_a_model_call(run_graph)
     assert updated == remembered_turns(out) and not updated & set(bare)
     assert not {v["turn"] for v in out["memory_log"]} & set(bare)
     for index, role in bare.items():  # formed from the vote all the same: never due again
-        assert out["memories"][role]["turn"] >= index
+        assert out["intrinsic_memory"][role]["turn"] >= index
 
 
 def hostile_memory_answer(role: str, others: list[str]) -> str:
     """A memory-update answer that tries to rewrite every other agent's memory, beside a
     note in the agent's own section."""
     takeover = {other: [f"HACKED by {role}"] for other in others}
-    return json.dumps({"contributions": [f"{role} notes this"], "memories": takeover, **takeover})
+    return json.dumps(
+        {"contributions": [f"{role} notes this"], "intrinsic_memory": takeover, **takeover}
+    )
 
 
 @pytest.mark.parametrize("template", ["generic", "llm"])
@@ -146,8 +151,8 @@ def test_a_memory_update_node_can_only_write_its_own_agents_slot(task, template)
         before = due[role]
         update = make_memory_node(task, role, Models(fake))(before.values, Runtime(context=context))
 
-        assert set(update["memories"]) == {role}
-        own = update["memories"][role]["text"]  # its own memory, from its own sections only
+        assert set(update["intrinsic_memory"]) == {role}
+        own = update["intrinsic_memory"][role]["text"]  # its own memory, from its own sections only
         assert f"{role} notes this" in own and "HACKED" not in own
         assert [v["role"] for v in update["memory_log"]] == [role]
         assert set(update["usage"]) == {role}
@@ -158,7 +163,9 @@ def test_a_memory_update_node_can_only_write_its_own_agents_slot(task, template)
 
         after = graph.get_state(graph.update_state(before.config, update, as_node=f"{role}_memory"))
         for other in others:
-            assert after.values["memories"][other] == before.values["memories"][other]
+            assert (
+                after.values["intrinsic_memory"][other] == before.values["intrinsic_memory"][other]
+            )
             assert after.values["templates"][other] == before.values["templates"][other]
         new_versions = after.values["memory_log"][len(before.values["memory_log"]) :]
         assert [(v["role"], v["text"]) for v in new_versions] == [(role, own)]
@@ -172,7 +179,7 @@ def headings(text: str) -> list[str]:
 def test_each_agent_keeps_its_memory_in_its_own_template(run_graph, task, template):
     """The update prompt carries the agent's own template, and its memory follows it."""
     out = run_graph(template=template)
-    assert all(s["kind"] == template for s in out["memories"].values())
+    assert all(s["kind"] == template for s in out["intrinsic_memory"].values())
     if template == "manual":
         assert set(out["templates"].values()) == {
             MemoryTemplate.of(task.manual_template).markdown()
@@ -182,7 +189,7 @@ def test_each_agent_keeps_its_memory_in_its_own_template(run_graph, task, templa
             assert out["usage"][role]["template_generation"]["calls"] == 1
             named = set(re.findall(r"\b[A-Z]{2,}\b", out["templates"][role])) & set(task.speakers)
             assert named == {role}
-    for role, slot in out["memories"].items():
+    for role, slot in out["intrinsic_memory"].items():
         own = headings(out["templates"][role])  # its sections that hold notes, in order
         assert headings(slot["text"]) == [h for h in own if h in headings(slot["text"])], role
         assert headings(slot["text"]), role
@@ -202,7 +209,7 @@ def test_fork_from_turn_ten_with_another_template(task):
     )
     assert forked["status"] == "finalized"
     assert [t["index"] for t in forked["transcript"]] == list(range(1, turns_to_finalize(task) + 1))
-    for role, slot in forked["memories"].items():
+    for role, slot in forked["intrinsic_memory"].items():
         assert slot["kind"] == "manual", role  # every agent spoke again after the fork
         assert forked["templates"][role] == MemoryTemplate.of(task.manual_template).markdown()
 

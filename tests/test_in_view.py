@@ -79,7 +79,7 @@ def test_intrinsic_memory_counts_the_memory_before_the_turn_and_the_turns_shown(
     state = {
         "transcript": transcript({1: [], 2: [1, 1], 3: [2, 2], 4: [3, 3]}),
         "memory_log": LOG,
-        "memories": SLOTS,
+        "intrinsic_memory": SLOTS,
     }
     seen = in_view_at_last_turn(task, state)
     assert seen["memory"] is True and list(seen["agents"]) == ["DEA", "MLA"]
@@ -114,7 +114,10 @@ def test_the_baseline_counts_the_turns_shown_alone(task):
 
 
 def test_a_run_without_a_memory_log_uses_the_last_memory_only_when_it_came_before(task):
-    state = {"transcript": transcript({1: [], 2: [1, 1], 3: [2, 2], 4: [3, 3]}), "memories": SLOTS}
+    state = {
+        "transcript": transcript({1: [], 2: [1, 1], 3: [2, 2], 4: [3, 3]}),
+        "intrinsic_memory": SLOTS,
+    }
     assert memory_at_turn(state, "DEA", 3) is None  # its last version came from turn 3
     assert memory_at_turn(state, "MLA", 4) == (
         "## Lessons\n- Retrain every two weeks\n- 400 A100 GPU-hours",

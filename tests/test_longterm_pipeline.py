@@ -59,7 +59,7 @@ def test_llm_drafter_uses_its_prompt_and_accounts_its_calls():
 def test_run_outcome_skips_slots_the_run_never_rewrote():
     values = {
         "status": "finalized",
-        "memories": {
+        "intrinsic_memory": {
             "BOA": {"text": GENERIC_MEMORY, "version": 3, "turn": 9},
             "IA": {
                 "text": "## Lessons from my earlier runs\n- old",

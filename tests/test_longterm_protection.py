@@ -176,7 +176,9 @@ def test_the_run_goes_on_and_says_so(tmp_path):
 def test_a_store_failing_after_the_run_does_not_fail_it():
     values = {
         "status": "finalized",
-        "memories": {"BOA": {"text": "## Decisions\n- Use Parquet files", "version": 2, "turn": 3}},
+        "intrinsic_memory": {
+            "BOA": {"text": "## Decisions\n- Use Parquet files", "version": 2, "turn": 3}
+        },
     }
     report = learn_from_run(RunContext(principal="alice"), BrokenStore(), "run0", values)
     assert report["available"] is False and report["learned"] is False

@@ -57,8 +57,10 @@ def test_a_second_run_starts_with_the_first_runs_matured_lessons(
 
         def listener(node: str, update: dict) -> None:
             if node == "setup":  # lessons sit beside the (empty) starting memory
-                starts.update({r: s.get("lessons", "") for r, s in update["memories"].items()})
-                assert not any(s["text"] for s in update["memories"].values())
+                starts.update(
+                    {r: s.get("lessons", "") for r, s in update["intrinsic_memory"].items()}
+                )
+                assert not any(s["text"] for s in update["intrinsic_memory"].values())
 
         values = execute(record, db, listener, model=model)
         return values, starts, json.loads((Path(record.out_dir) / "run.json").read_text())
@@ -71,7 +73,7 @@ def test_a_second_run_starts_with_the_first_runs_matured_lessons(
         assert (Path(db).parent / "memory.sqlite").exists()  # beside the runs database
 
     _, starts, second = run("alice")
-    speakers = [r for r in task.speakers if r in values["memories"]]
+    speakers = [r for r in task.speakers if r in values["intrinsic_memory"]]
     for role in speakers:
         assert f"- {LESSON}" in starts[role]
     loaded = second["long_term"]["start"]

@@ -53,7 +53,7 @@ def test_concurrent_formation_gives_the_same_run_as_the_strict_order(task):
         return [e | {"usage": {**e["usage"], "seconds": 0}} if "usage" in e else e for e in entries]
 
     assert untimed(concurrent["transcript"]) == untimed(strict["transcript"])
-    assert concurrent["memories"] == strict["memories"]
+    assert concurrent["intrinsic_memory"] == strict["intrinsic_memory"]
     key = lambda v: (v["role"], v["version"])  # noqa: E731  (the log's order differs)
     logs = [sorted(untimed(out["memory_log"]), key=key) for out in (concurrent, strict)]
     assert logs[0] == logs[1]
@@ -84,7 +84,7 @@ def test_the_review_interrupt_waits_for_every_memory(task):
     snapshot = graph.get_state(config)
     assert snapshot.next == ("human_review",)
     values = snapshot.values
-    for role, slot in values["memories"].items():
+    for role, slot in values["intrinsic_memory"].items():
         own = [t["index"] for t in values["transcript"] if t["speaker"] == role]
         assert slot["turn"] == own[-1], role  # every agent's latest turn is in memory
     out = graph.invoke(Command(resume={"approve": True}), config, context=context)

@@ -217,4 +217,42 @@ def test_bad_settings_are_one_line_user_errors():
         ({"summary_every": 0}, "summary every 0"),
     ]:
         with pytest.raises(UserError, match=match):
-            SolverSettings(**bad).check()
+            SolverSettings(**bad)
+
+
+def test_the_settings_are_the_graphs_context_read_at_run_time():
+    """One graph, two episodes: the step limit is that of the run's context, not of the
+    graph's build; an intrinsic arm refuses a context whose memory differs from the one
+    built into it."""
+    problem = get_problem("blocksworld-23")
+    walk = {n: ("pick-up a" if n % 2 else "put-down a") for n in range(1, 31)}
+    built = SolverSettings(step_limit=20, summary_every=3)
+    app = build_solver(problem, Arm("summary"), Wanderer(script=walk), built).compile()
+    for limit in (4, 7):
+        settings = built.model_copy(update={"step_limit": limit})
+        state = app.invoke({}, {"recursion_limit": recursion_limit(settings)}, context=settings)
+        assert len(state["steps"]) == limit
+        assert f"{limit} steps" in state["messages"][0].text  # the task tells the limit
+    intrinsic = build_solver(problem, Arm("intrinsic-generic"), Wanderer(script=walk), built)
+    other = built.model_copy(update={"memory_tokens": 512})
+    with pytest.raises(ValueError, match="memory_tokens are built into its graph"):
+        intrinsic.compile().invoke({}, {"recursion_limit": 50}, context=other)
+
+
+def test_the_summary_arm_has_its_own_length():
+    problem = get_problem("blocksworld-23")
+    walk = {n: ("pick-up a" if n % 2 else "put-down a") for n in range(1, 31)}
+
+    class Summarised(Wanderer):
+        asks: list[str] = Field(default_factory=list)
+
+        def _summary(self, ask: str) -> str:
+            self.asks.append(ask)
+            return super()._summary(ask)
+
+    model = Summarised(script=walk)
+    settings = SolverSettings(step_limit=4, summary_every=2, memory_tokens=64, summary_tokens=400)
+    build_solver(problem, Arm("summary"), model, settings).compile().invoke(
+        {}, {"recursion_limit": recursion_limit(settings)}, context=settings
+    )
+    assert model.asks and all("at most 300 words" in ask for ask in model.asks)

@@ -161,7 +161,7 @@ def test_streamed_run_review_resume_history_and_fork(server: str, task: Task) ->
         assert all(len(u["transcript"]) == 1 for u in turns)
         memory_updates = [(n, u) for n, u in first["updates"] if n.endswith("_memory")]
         for name, update in memory_updates:  # each updater writes its own agent's slot only
-            assert list(update["memories"]) == [name.removesuffix("_memory")]
+            assert list(update["intrinsic_memory"]) == [name.removesuffix("_memory")]
         events = Counter(e["event"] for e in first["custom"])
         assert events["turn"] == len(turns) and events["memory"] == len(memory_updates)
         assert {e["speaker"] for e in first["custom"] if e["event"] == "turn"} == set(task.speakers)
@@ -192,7 +192,7 @@ def test_streamed_run_review_resume_history_and_fork(server: str, task: Task) ->
         # nothing keeps the version); a turn that was no news made none
         spoke = Counter(name for name, _ in first["updates"] + second["updates"])
         updated = Counter(e["role"] for e in values["memory_log"] if e["turn"])  # not the template
-        for role, slot in values["memories"].items():
+        for role, slot in values["intrinsic_memory"].items():
             assert 1 <= slot["version"] <= updated[role] <= spoke[role], role
 
         # 4. The checkpoint history: every step, with the memory slots as they grew.
@@ -201,11 +201,11 @@ def test_streamed_run_review_resume_history_and_fork(server: str, task: Task) ->
         assert len(history) == len(steps) + 2  # + the input and its __start__ step
         assert history[0]["checkpoint"]["checkpoint_id"] == final["checkpoint"]["checkpoint_id"]
         versions = [
-            sum(slot["version"] for slot in h["values"].get("memories", {}).values())
+            sum(slot["version"] for slot in h["values"].get("intrinsic_memory", {}).values())
             for h in history
         ]
         assert versions == sorted(versions, reverse=True)  # newest first, memories only grow
-        assert versions[0] == sum(s["version"] for s in values["memories"].values())
+        assert versions[0] == sum(s["version"] for s in values["intrinsic_memory"].values())
         assert versions[-1] == 0
 
         # 5. Fork: re-run from the last checkpoint with 10 turns (after turn 10, its memory
@@ -421,5 +421,5 @@ def test_a_server_run_learns_long_term_lessons_like_a_cli_run(server: str, tmp_p
     assert {tuple(i["namespace"][:3]) for i in stored} >= {("ima_longterm", "studio", "private")}
     start = second["long_term"]["start"]
     assert start["available"] and start["loaded"]["private"] > 0
-    lessons = [s["lessons"] for s in second["memories"].values() if s.get("lessons")]
+    lessons = [s["lessons"] for s in second["intrinsic_memory"].values() if s.get("lessons")]
     assert lessons and all("Lessons from my earlier runs" in text for text in lessons)

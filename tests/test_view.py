@@ -186,7 +186,7 @@ def test_model_and_user_text_is_escaped_everywhere(finished):
     run, values = copy.deepcopy(finished)
     values["transcript"][0]["content"] = f"Plan: {SCRIPT} & <b>bold</b>"
     values["memory_log"][-1]["text"] = f"- note {SCRIPT}"
-    values["memories"]["CDA"]["text"] = f"final {SCRIPT}"
+    values["intrinsic_memory"]["CDA"]["text"] = f"final {SCRIPT}"
     values["final"]["markdown"] = f"## Summary\n\n{SCRIPT}\n\n<img src=x onerror=alert(1)>"
     values["final"]["spec"]["pipeline_name"] = SCRIPT
     run["roles"]["CDA"] = "<i>Chair</i>"
@@ -294,7 +294,9 @@ def test_old_run_without_memory_log_or_prompt_composition_says_so(task):
     assert len(page.with_class("turn")) == len(values["transcript"])
     assert "not recorded" in page.text_by_id["memory-note"]
     assert "not recorded" in page.text_by_id["context-note"]
-    assert len(page.with_class("timeline")) == len(values["memories"])  # final memories shown
+    assert len(page.with_class("timeline")) == len(
+        values["intrinsic_memory"]
+    )  # final memories shown
     assert not page.with_class("version")
 
 
@@ -303,7 +305,7 @@ def test_show_json_output_renders(finished, task):
     values = finished[1]
     shown = {
         "transcript": [t | {"turn": t["index"]} for t in values["transcript"]],
-        "memories": values["memories"],
+        "intrinsic_memory": values["intrinsic_memory"],
         "usage": usage_totals(values["usage"]),
         "final": values["final"],
     }

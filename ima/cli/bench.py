@@ -7,32 +7,30 @@ Register it on the `ima` app with `app.add_typer(bench_app, name="bench")`.
 
 from __future__ import annotations
 
+import inspect
 import shlex
 import sys
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Annotated, Any
+from types import SimpleNamespace
+from typing import Any
 
 import typer
-from intrinsic_memory import DEFAULT_MEMORY_TOKENS
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from ima.cli.bench_options import CHOICES, parameters
 from ima.cli.display import job_progress
 from ima.cli.errors import Interrupted
-from ima.cli.settings_options import setting_option
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
-from ima.environments.pddl import list_domains
 from ima.evals.bench.bench import Bench
 from ima.evals.bench.plan import BenchPlan, Episode, select_tasks
 from ima.evals.bench.report import summarize, summarize_oracle
 from ima.evals.jobs import queueing
 from ima.evals.jobs.local import check_concurrency
 from ima.models import describe_model, load_chat_model
-from ima.planning import ARMS, SolverSettings, get_adapter, parse_arms
+from ima.planning import SolverSettings, get_adapter, parse_arms
 from ima.runs.database import PostgresDatabase, open_database
 
 console = Console()
@@ -42,101 +40,22 @@ bench_app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode="rich",
 )
-# Agents sample, as in `ima eval`: at temperature 0 every seed would be the same episode.
-BENCH_TEMPERATURE = 0.7
-ALL_ARMS = ",".join(ARMS)
-
-ModelOpt = setting_option("model")
-ArmsOpt = Annotated[
-    str,
-    typer.Option(
-        help="Memory arms, comma-separated: none (the newest steps that fit the budget), full "
-        "(every step in every prompt, as the paper's code), summary (ChatDev's periodic "
-        "summary), intrinsic-generic, intrinsic-manual, intrinsic-llm (each agent's own memory "
-        "with the generic, the environment's or a model-written template), intrinsic-cross "
-        "(generic, carried from one task of a family to the next).",
-    ),
-]
-SeedsOpt = Annotated[int, typer.Option(help="Seeded runs of every episode (the paper: 5).")]
-SeedOpt = Annotated[int, typer.Option(help="The first seed.")]
-TaskLimitOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--step-limit",
-        help="Steps every episode gets (default: each task's own, from the catalog: twice "
-        "its oracle path, and at least 10 to spare).",
-    ),
-]
-BudgetOpt = Annotated[
-    int,
-    typer.Option(
-        "--budget",
-        "--token-budget",
-        help="Tokens of task, memory and earlier steps an agent sees (none, intrinsic).",
-    ),
-]
-MemoryTokensOpt = Annotated[
-    int, typer.Option(help="Tokens of an intrinsic memory, and of a summary.")
-]
-MemoryUpdateOpt = Annotated[
-    str, typer.Option(help="edit (a few operations a turn) or rewrite (the paper: all again).")
-]
-SummaryEveryOpt = Annotated[
-    int, typer.Option(help="The summary arm rewrites its summary every N steps.")
-]
-TemperatureOpt = Annotated[
-    float, typer.Option(help="Sampling temperature (0 makes every seed the same episode).")
-]
-OutOpt = Annotated[
-    Path, typer.Option(help="The benchmark's folder: report.md, plot, episode pages.")
-]
-DbOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--db",
-        help="A PostgreSQL database (postgresql://USER@HOST:PORT/DBNAME): queue the episodes "
-        "there for `ima worker`s on any machine. A SQLite file: run them here, stored there "
-        "(default OUT/ima.sqlite).",
-    ),
-]
-ConcurrencyOpt = Annotated[
-    int | None,
-    typer.Option(
-        help="Episodes run at once in this process (default 1, or IMA_JOB_CONCURRENCY): more "
-        "only for a model server that serves several calls at once, like Ollama.",
-    ),
-]
-RetriesOpt = Annotated[
-    int | None,
-    typer.Option(
-        help="With a PostgreSQL --db: times a failed episode is queued again (default 2, or "
-        "IMA_JOB_RETRIES).",
-    ),
-]
-ReportOnlyOpt = Annotated[
-    bool, typer.Option("--report-only", help="Write the report from what is stored; run nothing.")
-]
 
 
-@dataclass(frozen=True)
-class Options:
-    """What every benchmark command takes."""
+def bench_command(env: str, doc: str) -> None:
+    """Register `ima bench ENV`: the shared options and its own choice of tasks
+    (`bench_options.parameters`), with `doc` as its help."""
+    tasks, families = (p.name for p in CHOICES[env])
+    flags = tuple(f"--{name}" for name in (tasks, families))
 
-    model: str | None
-    arms: str
-    seeds: int
-    seed: int
-    step_limit: int | None
-    token_budget: int
-    memory_tokens: int
-    memory_update: str
-    summary_every: int
-    temperature: float
-    out: Path
-    db: str | None
-    concurrency: int | None
-    retries: int | None
-    report_only: bool
+    def command(**given: Any) -> None:
+        chosen, family = given.pop(tasks), given.pop(families)
+        _bench(env, chosen, family, flags, given)
+
+    command.__signature__ = inspect.Signature(parameters(env))  # type: ignore[attr-defined]
+    command.__doc__ = doc
+    command.__name__ = f"{env}_command"
+    bench_app.command(env)(command)
 
 
 def episode_line(row: dict[str, Any]) -> str:
@@ -149,38 +68,8 @@ def episode_line(row: dict[str, Any]) -> str:
     )
 
 
-@bench_app.command("pddl")
-def pddl_command(
-    model: ModelOpt = None,
-    arms: ArmsOpt = ALL_ARMS,
-    problems: Annotated[
-        str | None,
-        typer.Option(help="Problem ids, comma-separated, e.g. blocksworld-01,gripper-03."),
-    ] = None,
-    domains: Annotated[
-        str | None,
-        typer.Option(
-            help="Every problem of these domains: "
-            + ", ".join(d.name for d in list_domains())
-            + " (default: all 50 problems)."
-        ),
-    ] = None,
-    seeds: SeedsOpt = 5,
-    seed: SeedOpt = 0,
-    step_limit: Annotated[
-        int, typer.Option(help="Steps before an episode ends unsolved (G-Memory: 30).")
-    ] = 30,
-    token_budget: BudgetOpt = 1024,
-    memory_tokens: MemoryTokensOpt = DEFAULT_MEMORY_TOKENS,
-    memory_update: MemoryUpdateOpt = "edit",
-    summary_every: SummaryEveryOpt = 10,
-    temperature: TemperatureOpt = BENCH_TEMPERATURE,
-    out: OutOpt = Path("evals/pddl"),
-    db: DbOpt = None,
-    concurrency: ConcurrencyOpt = None,
-    retries: RetriesOpt = None,
-    report_only: ReportOnlyOpt = False,
-) -> None:
+bench_command(
+    "pddl",
     """Run the paper's PDDL planning benchmark: memory arms x problems x seeds, then a report
     like its Table 4 (reward mean and sd across seeds, success, steps, tokens per problem),
     the oracle's row (the optimal plans), a plot like its Figure 2, its published figures
@@ -198,42 +87,10 @@ def pddl_command(
       ima bench pddl --report-only --out evals/pddl\n
       ima bench pddl --model ollama:gemma3:12b --concurrency 4   (4 episodes at once)\n
       ima bench pddl --db postgresql://ima@db-host/ima   (then: ima worker, ima eval status)
-    """
-    # every parameter but the choice of tasks (the first statement: locals() holds just them)
-    options = Options(**{k: v for k, v in locals().items() if k not in ("problems", "domains")})
-    _bench("pddl", problems, domains, ("--problems", "--domains"), options)
-
-
-@bench_app.command("babyai")
-def babyai_command(
-    model: ModelOpt = None,
-    arms: ArmsOpt = ALL_ARMS,
-    tasks: Annotated[
-        str | None,
-        typer.Option(
-            help="Task ids, comma-separated, e.g. babyai-gotolocal-s0,babyai-synthloc-s2."
-        ),
-    ] = None,
-    levels: Annotated[
-        str | None,
-        typer.Option(
-            help="Every task of these levels, e.g. GoToLocal,UnlockLocal (default: all 24)."
-        ),
-    ] = None,
-    seeds: SeedsOpt = 5,
-    seed: SeedOpt = 0,
-    step_limit: TaskLimitOpt = None,
-    token_budget: BudgetOpt = 1024,
-    memory_tokens: MemoryTokensOpt = DEFAULT_MEMORY_TOKENS,
-    memory_update: MemoryUpdateOpt = "edit",
-    summary_every: SummaryEveryOpt = 10,
-    temperature: TemperatureOpt = BENCH_TEMPERATURE,
-    out: OutOpt = Path("evals/babyai"),
-    db: DbOpt = None,
-    concurrency: ConcurrencyOpt = None,
-    retries: RetriesOpt = None,
-    report_only: ReportOnlyOpt = False,
-) -> None:
+    """,
+)
+bench_command(
+    "babyai",
     """Run the BabyAI benchmark (in the paper authors' newer public code): the bundled
     tasks (8 levels from GoToRedBall to SynthLoc, 3 level seeds each), the same team, arms
     and report as `ima bench pddl`, with BabyAI's bot as the oracle row.
@@ -248,42 +105,10 @@ def babyai_command(
       ima bench babyai --tasks babyai-gotolocal-s0 --seeds 1 --step-limit 8\n
       ima bench babyai --levels UnlockLocal --arms intrinsic-generic,intrinsic-cross\n
       ima bench babyai --report-only --out evals/babyai
-    """
-    # every parameter but the choice of tasks (the first statement: locals() holds just them)
-    options = Options(**{k: v for k, v in locals().items() if k not in ("tasks", "levels")})
-    _bench("babyai", tasks, levels, ("--tasks", "--levels"), options)
-
-
-@bench_app.command("twc")
-def twc_command(
-    model: ModelOpt = None,
-    arms: ArmsOpt = ALL_ARMS,
-    tasks: Annotated[
-        str | None,
-        typer.Option(help="Task ids, comma-separated, e.g. twc-rooms1-items2-s20000."),
-    ] = None,
-    settings: Annotated[
-        str | None,
-        typer.Option(
-            "--settings",
-            help="Every task of these game settings, e.g. twc-rooms1-items1,twc-rooms2-items3 "
-            "(default: all 15).",
-        ),
-    ] = None,
-    seeds: SeedsOpt = 5,
-    seed: SeedOpt = 0,
-    step_limit: TaskLimitOpt = None,
-    token_budget: BudgetOpt = 1024,
-    memory_tokens: MemoryTokensOpt = DEFAULT_MEMORY_TOKENS,
-    memory_update: MemoryUpdateOpt = "edit",
-    summary_every: SummaryEveryOpt = 10,
-    temperature: TemperatureOpt = BENCH_TEMPERATURE,
-    out: OutOpt = Path("evals/twc"),
-    db: DbOpt = None,
-    concurrency: ConcurrencyOpt = None,
-    retries: RetriesOpt = None,
-    report_only: ReportOnlyOpt = False,
-) -> None:
+    """,
+)
+bench_command(
+    "twc",
     """Run the TextWorld Commonsense benchmark (the closest offline cousin of the paper's
     ALFWorld): put each object where it belongs in a house of 1 or 2 rooms; 15 bundled
     tasks (5 settings x 3 games), the same team, arms and report as `ima bench pddl`, with
@@ -298,15 +123,14 @@ def twc_command(
       ima bench twc --tasks twc-rooms1-items2-s20000 --seeds 1\n
       ima bench twc --settings twc-rooms2-items3 --arms intrinsic-generic,intrinsic-cross\n
       ima bench twc --report-only --out evals/twc
-    """
-    # every parameter but the choice of tasks (the first statement: locals() holds just them)
-    options = Options(**{k: v for k, v in locals().items() if k not in ("tasks", "settings")})
-    _bench("twc", tasks, settings, ("--tasks", "--settings"), options)
+    """,
+)
 
 
 def _bench(
-    env: str, tasks: str | None, families: str | None, names: tuple[str, str], o: Options
+    env: str, tasks: str | None, families: str | None, names: tuple[str, str], given: dict[str, Any]
 ) -> None:
+    o = SimpleNamespace(**given)
     database = open_database(o.db) if o.db else None
     bench = Bench(env, o.out, database)
     engine = isinstance(bench.db, PostgresDatabase)
@@ -317,13 +141,7 @@ def _bench(
             raise UserError(f"no {env} benchmark at {bench.where}: check --out and --db")
         _report(bench)
         return
-    settings = SolverSettings(
-        step_limit=o.step_limit,
-        token_budget=o.token_budget,
-        memory_tokens=o.memory_tokens,
-        memory_update=o.memory_update,
-        summary_every=o.summary_every,
-    ).check()
+    settings = SolverSettings(**{name: given[name] for name in SolverSettings.model_fields})
     plan = BenchPlan(
         env=env,
         model=o.model or RunContext().model,

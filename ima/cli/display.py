@@ -26,6 +26,7 @@ from rich.status import Status
 from rich.table import Table
 from rich.text import Text
 
+from ima.core.state import memory_slots
 from ima.measures.memory_quality import describe_repairs
 from ima.runs.outputs import usage_totals
 from ima.runs.registry import RunRecord
@@ -252,7 +253,7 @@ def show_view(record: RunRecord, values: dict[str, Any]) -> Group:
     )
     parts: list[Any] = [header + status_text(str(status))]
     parts += [turn_panel(t) for t in values.get("transcript", [])]
-    for role, slot in values.get("memories", {}).items():
+    for role, slot in memory_slots(values).items():
         title = (
             f"{role} memory · {slot['kind']} template · v{slot['version']} "
             f"(turn {slot.get('turn', 0)})"
@@ -286,7 +287,7 @@ def show_json(record: RunRecord, values: dict[str, Any]) -> dict[str, Any]:
                 "version": s["version"],
                 "turn": s.get("turn", 0),
             }
-            for role, s in values.get("memories", {}).items()
+            for role, s in memory_slots(values).items()
         },
         "usage": usage_totals(values.get("usage", {})),
         "final": values.get("final"),

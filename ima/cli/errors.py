@@ -5,7 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.console import Console
+from rich.text import Text
+
 INTERRUPTED = 130
+err = Console(stderr=True, soft_wrap=True, highlight=False)  # errors stay on one line
+ERROR = Text("error: ", style="red")
+
+
+def first_line(exc: BaseException) -> str:
+    return (str(exc).splitlines() or [""])[0]
 
 
 class Interrupted(Exception):

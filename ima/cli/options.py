@@ -29,3 +29,4 @@ SharedDbOpt = Annotated[
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON on stdout for scripts.")]
+ThreadArg = Annotated[str, typer.Argument(help="Thread id (see `ima runs`).")]

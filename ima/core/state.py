@@ -1,25 +1,28 @@
 """Graph state: one place for everything a run remembers between steps.
 
-The transcript and the memory slots are DeltaChannels: a checkpoint stores only the new
+The transcript and the memory log are DeltaChannels: a checkpoint stores only the new
 writes (plus rare snapshots), so checkpoint storage grows linearly with the conversation
-instead of storing the whole transcript again at every step.
+instead of storing the whole transcript again at every step. Each agent's memory lives
+where the library keeps it, under `intrinsic_memory` (the library's `MemoryChannel`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, NotRequired
 
-from intrinsic_memory import AgentMemory
+from intrinsic_memory import AgentMemory, MemoryChannel
 from intrinsic_memory import CallUsage as CallUsage
 from intrinsic_memory import add_call_usage as add_call_usage
 from intrinsic_memory import add_usage as add_usage  # usage summed per role and call kind
 from intrinsic_memory import zero_usage as zero_usage
 from langgraph.channels.delta import DeltaChannel
+from langgraph.errors import EmptyChannelError
 
 # typing_extensions: pydantic (LangGraph server schemas) rejects typing.TypedDict on 3.11.
 from typing_extensions import TypedDict
 
+MEMORY_KEY = "intrinsic_memory"  # where the library's memory step keeps each agent's memory
 RunStatus = Literal["running", "finalized", "turn_cap", "failed"]
 
 # Snapshots bound replay time on resume; a high cadence keeps them from dominating storage.
@@ -102,8 +105,9 @@ def append_items(current: list[Any], batches: Sequence[list[Any]]) -> list[Any]:
     return out
 
 
-def merge_slots(current: dict[str, Any], batches: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Per-key merge: each batch replaces only the keys (roles) it names."""
+def by_role(current: dict[str, Any], batches: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Values kept per role (templates): each write replaces only the roles it names, as the
+    library's `MemoryChannel` merges memories."""
     out = dict(current)
     for batch in batches:
         out.update(batch)
@@ -111,7 +115,7 @@ def merge_slots(current: dict[str, Any], batches: Sequence[dict[str, Any]]) -> d
 
 
 def last_write(current: Any, batches: Sequence[Any]) -> Any:
-    """Write-once values (brief, templates): the latest write wins."""
+    """Write-once values (the brief): the latest write wins."""
     return batches[-1] if batches else current
 
 
@@ -122,6 +126,29 @@ def sum_usage(
     for batch in batches:
         out = add_usage(out, batch)
     return out
+
+
+class _Before(DeltaChannel):
+    """The channel of `memories`, where threads begun before the meeting kept its memory under
+    the library's key (`intrinsic_memory`) kept it: LangGraph rebuilds it from their
+    checkpoints, so they load and resume. Nothing writes it now; empty, as in every newer
+    thread, it is left out of the state."""
+
+    def get(self) -> Any:
+        value = super().get()
+        if not value:
+            raise EmptyChannelError()
+        return value
+
+    def is_available(self) -> bool:
+        return super().is_available() and bool(self.value)
+
+
+def memory_slots(values: Mapping[str, Any]) -> dict[str, MemorySlot]:
+    """Each agent's memory in a meeting's state, by role: `intrinsic_memory`, over what a
+    thread begun before that key held under `memories` (resumed, its agents' newer
+    memories are under the new key)."""
+    return {**(values.get("memories") or {}), **(values.get(MEMORY_KEY) or {})}
 
 
 class InputState(TypedDict):
@@ -137,14 +164,15 @@ class State(InputState):
     transcript: Annotated[
         list[Turn], DeltaChannel(append_items, snapshot_frequency=_SNAPSHOT_EVERY)
     ]
-    memories: Annotated[
-        dict[str, MemorySlot], DeltaChannel(merge_slots, snapshot_frequency=_SNAPSHOT_EVERY)
+    intrinsic_memory: MemoryChannel  # each agent's MemorySlot, by role (`memory_slots`)
+    memories: NotRequired[  # threads begun before the rename: their memories then (read only)
+        Annotated[dict[str, MemorySlot], _Before(by_role, snapshot_frequency=_SNAPSHOT_EVERY)]
     ]
     memory_log: Annotated[
         list[MemoryVersion], DeltaChannel(append_items, snapshot_frequency=_SNAPSHOT_EVERY)
     ]
     templates: Annotated[  # memory template text per role; each writer writes its own role's
-        dict[str, str], DeltaChannel(merge_slots, snapshot_frequency=_SNAPSHOT_EVERY)
+        dict[str, str], DeltaChannel(by_role, snapshot_frequency=_SNAPSHOT_EVERY)
     ]
     phase: str
     phase_round: int  # 1-based round within the current phase

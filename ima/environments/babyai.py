@@ -38,8 +38,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-from collections.abc import Iterable
-from typing import Self
 
 import gymnasium
 import minigrid  # noqa: F401  (importing it registers the BabyAI levels with gymnasium)
@@ -48,8 +46,8 @@ from minigrid.minigrid_env import MiniGridEnv
 
 from ima.core.errors import UserError
 from ima.environments.babyai_view import describe, name_of, with_article
-from ima.environments.base import EnvTask, StepResult, same_action
-from ima.environments.catalog import get_task
+from ima.environments.base import EnvTask, StepResult, TextEnvironment, same_action
+from ima.environments.catalog import task_of
 
 # The bundled levels, easy to hard: navigation, picking up, doors, putting next to, keys,
 # then a composite instruction; each at SEEDS. All are solved by minigrid's bot.
@@ -155,43 +153,28 @@ def _did(env: MiniGridEnv, action: int, before: str, carried_before: str) -> str
     return f"You {'open' if front.is_open else 'close'} the {front.color} door."
 
 
-class BabyAIEnv:
+class BabyAIEnv(TextEnvironment):
     """One episode of a bundled BabyAI task (give the `EnvTask` or its id)."""
 
     def __init__(self, task: EnvTask | str) -> None:
-        self._task = get_task(task) if isinstance(task, str) else task
-        if self._task.environment != "babyai":
-            raise UserError(f"{self._task.id} is a {self._task.environment} task, not BabyAI")
+        super().__init__()
+        self._task = task_of(task, "babyai", "BabyAI")
         self._env = make_level(self._task.family, self._task.seed)
         if self._env.mission != self._task.goal:
             raise UserError(
                 f"{self._task.id}: minigrid generated the mission {self._env.mission!r}, the "
                 f"catalog says {self._task.goal!r}: install minigrid==3.2.0"
             )
-        self._history: list[StepResult] = []
         self._success = False
         self._failed = False
         self._reward = 0.0
         self._view: str | None = None
-
-    @classmethod
-    def replay(cls, task: EnvTask | str, actions: Iterable[str]) -> Self:
-        """The environment after these actions, exactly as when they were first taken."""
-        env = cls(task)
-        for action in actions:
-            env.step(action)
-        return env
 
     # what the agent sees ---------------------------------------------------------------
 
     @property
     def task(self) -> EnvTask:
         return self._task
-
-    @property
-    def mission(self) -> str:
-        """The mission in words (the task's goal)."""
-        return self._env.mission
 
     def observation(self) -> str:
         """What the agent carries and sees now, one fact per line."""
@@ -240,11 +223,6 @@ class BabyAIEnv:
             message += " The mission has failed."
         return self._record(text, reason is None or terminated, message)
 
-    def _record(self, action: str, valid: bool, message: str) -> StepResult:
-        result = StepResult(action, valid, message, self.progress, self._success)
-        self._history.append(result)
-        return result
-
     # scores and history --------------------------------------------------------------
 
     @property
@@ -270,18 +248,3 @@ class BabyAIEnv:
     def max_steps(self) -> int:
         """minigrid's own step budget for this level (what its reward is relative to)."""
         return self._env.max_steps
-
-    @property
-    def actions(self) -> tuple[str, ...]:
-        """Every action text given to `step`, valid or not, in order (what `replay` needs)."""
-        return tuple(r.action for r in self._history)
-
-    @property
-    def history(self) -> tuple[StepResult, ...]:
-        """The result of every step, in order."""
-        return tuple(self._history)
-
-    @property
-    def steps(self) -> int:
-        """Steps taken, invalid ones included (what a step limit counts)."""
-        return len(self._history)

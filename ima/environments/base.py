@@ -9,9 +9,10 @@ it changes nothing, its message says why, and it is kept in `actions` like any o
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol, Self, runtime_checkable
+from typing import Any, Self
 
 
 def step_limit_for(oracle_length: int) -> int:
@@ -48,7 +49,7 @@ class EnvTask:
 
 @dataclass(frozen=True)
 class StepResult:
-    """What one step did (the same fields as `ima.environments.pddl.StepResult`)."""
+    """What one step did, in any environment."""
 
     action: str
     """The action text as given."""
@@ -62,49 +63,74 @@ class StepResult:
     """Whether the task is solved."""
 
 
-@runtime_checkable
-class TextEnvironment(Protocol):
-    """One episode of a task, driven by text."""
+class TextEnvironment(ABC):
+    """One episode of a task, driven by text: what every environment shares (the record of
+    its steps, its replay), and what each one says for itself."""
 
-    @property
-    def task(self) -> EnvTask: ...
+    def __init__(self) -> None:
+        self._history: list[StepResult] = []
 
+    @classmethod
+    def replay(cls, task: Any, actions: Iterable[str]) -> Self:
+        """The environment after these actions, identical to when they were first taken."""
+        env = cls(task)  # type: ignore[call-arg]
+        for action in actions:
+            env.step(action)
+        return env
+
+    @abstractmethod
     def observation(self) -> str:
         """What the agent perceives now, in words."""
-        ...
 
+    @abstractmethod
     def valid_actions(self) -> tuple[str, ...]:
         """The actions that would do something now, in a fixed order."""
-        ...
 
+    @abstractmethod
     def step(self, action: str) -> StepResult:
         """Take one action given as text; never raises for anything an agent writes."""
-        ...
 
     @property
+    @abstractmethod
     def progress(self) -> float:
         """The environment's own progress or score, 0..1."""
-        ...
 
     @property
+    @abstractmethod
     def success(self) -> bool:
         """Whether the task was solved."""
-        ...
 
     @property
+    @abstractmethod
     def done(self) -> bool:
         """Whether the episode is over (solved or failed): every further step is invalid."""
-        ...
+
+    @property
+    def goal_reached(self) -> bool:
+        """Whether the task is solved now (what a step's result says)."""
+        return self.success
+
+    def _record(self, action: str, valid: bool, message: str) -> StepResult:
+        """Keep a step's result (with the progress after it) in the history."""
+        text = action if isinstance(action, str) else repr(action)
+        result = StepResult(text, valid, message, self.progress, self.goal_reached)
+        self._history.append(result)
+        return result
 
     @property
     def actions(self) -> tuple[str, ...]:
         """Every action text given to `step`, valid or not, in order (what `replay` needs)."""
-        ...
+        return tuple(r.action for r in self._history)
 
-    @classmethod
-    def replay(cls, task: EnvTask, actions: Iterable[str]) -> Self:
-        """The environment after these actions, identical to when they were first taken."""
-        ...
+    @property
+    def history(self) -> tuple[StepResult, ...]:
+        """The result of every step, in order."""
+        return tuple(self._history)
+
+    @property
+    def steps(self) -> int:
+        """Steps taken, invalid ones included (what a step limit counts)."""
+        return len(self._history)
 
 
 def same_action(text: object) -> str:

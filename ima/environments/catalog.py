@@ -7,14 +7,13 @@ TextWorld Commonsense's gold paths and writes them again (`--check` compares).
 
 from __future__ import annotations
 
-import difflib
 from functools import cache
 from pathlib import Path
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ima.core.errors import UserError
+from ima.core.errors import UserError, unknown
 from ima.environments.base import EnvTask, step_limit_for
 
 TASKS_DIR = Path(__file__).parent / "tasks"
@@ -109,8 +108,13 @@ def get_task(task_id: str) -> EnvTask:
     tasks = _tasks()
     if task_id in tasks:
         return tasks[task_id]
-    close = difflib.get_close_matches(task_id, list(tasks), n=3, cutoff=0.6)
-    hint = (
-        f"did you mean {', '.join(close)}?" if close else "ima.environments.list_tasks() lists them"
-    )
-    raise UserError(f"unknown text-environment task {task_id!r}: {hint}")
+    raise unknown("text-environment task", task_id, tasks, "ima.environments.list_tasks()")
+
+
+def task_of(task: EnvTask | str, environment: str, title: str) -> EnvTask:
+    """The task (or the bundled task of that id) an `environment` plays; a task of another
+    environment is a UserError."""
+    found = get_task(task) if isinstance(task, str) else task
+    if found.environment != environment:
+        raise UserError(f"{found.id} is a {found.environment} task, not {title}")
+    return found

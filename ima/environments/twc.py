@@ -33,15 +33,15 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Iterable, Mapping
-from typing import Any, Self
+from collections.abc import Mapping
+from typing import Any
 
 from textworld_express.constants import BASEPATH, JAR_PATH
 
 from ima.core.errors import UserError
 from ima.environments import jvm
-from ima.environments.base import EnvTask, StepResult, same_action
-from ima.environments.catalog import get_task
+from ima.environments.base import EnvTask, StepResult, TextEnvironment, same_action
+from ima.environments.catalog import task_of
 
 GAME = "twc"
 FOLD = "test"  # the fold benchmarks evaluate on; its seeds are 20000-20999
@@ -87,23 +87,13 @@ def _text(raw: str) -> str:
     return "\n".join(line.rstrip() for line in raw.strip().splitlines())
 
 
-class TWCEnv:
+class TWCEnv(TextEnvironment):
     """One episode of a bundled TextWorld Commonsense task (give the `EnvTask` or its id)."""
 
     def __init__(self, task: EnvTask | str) -> None:
-        self._task = get_task(task) if isinstance(task, str) else task
-        if self._task.environment != "twc":
-            raise UserError(f"{self._task.id} is a {self._task.environment} task, not TWC")
+        super().__init__()
+        self._task = task_of(task, "twc", "TWC")
         self._game, self._state = new_game(dict(self._task.params), self._task.seed)
-        self._history: list[StepResult] = []
-
-    @classmethod
-    def replay(cls, task: EnvTask | str, actions: Iterable[str]) -> Self:
-        """The environment after these actions, exactly as when they were first taken."""
-        env = cls(task)
-        for action in actions:
-            env.step(action)
-        return env
 
     # what the agent sees ---------------------------------------------------------------
 
@@ -143,11 +133,6 @@ class TWCEnv:
             message += "\nThe task is complete."
         return self._record(text, True, message)
 
-    def _record(self, action: str, valid: bool, message: str) -> StepResult:
-        result = StepResult(action, valid, message, self.progress, self.success)
-        self._history.append(result)
-        return result
-
     # scores and history --------------------------------------------------------------
 
     @property
@@ -164,18 +149,3 @@ class TWCEnv:
     def done(self) -> bool:
         """Whether the task has succeeded or failed."""
         return self.success or bool(self._state["taskfailure"])
-
-    @property
-    def actions(self) -> tuple[str, ...]:
-        """Every action text given to `step`, valid or not, in order (what `replay` needs)."""
-        return tuple(r.action for r in self._history)
-
-    @property
-    def history(self) -> tuple[StepResult, ...]:
-        """The result of every step, in order."""
-        return tuple(self._history)
-
-    @property
-    def steps(self) -> int:
-        """Steps taken, invalid ones included (what a step limit counts)."""
-        return len(self._history)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ima.core.errors import UserError
+from ima.core.state import memory_slots
 from ima.evals.store import DB_FILE, RUNS_DIR
 from ima.measures.content import content_metrics
 from ima.runs.registry import RunRegistry
@@ -51,7 +52,7 @@ def run_content(task: Task, out_dir: Path, values: Mapping[str, Any] | None) -> 
         brief=values.get("brief"),
         templates=values.get("templates"),
         memory_log=values.get("memory_log"),
-        memories=values.get("memories"),
+        memories=memory_slots(values),
     )
 
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ima.core.state import memory_slots
 from ima.longterm.hub import MemoryHub
 from ima.longterm.merge import Candidate
 from ima.longterm.namespaces import SHARED, private
@@ -104,7 +105,7 @@ class RunOutcome:
     @classmethod
     def from_values(cls, thread: str, values: Mapping[str, Any]) -> RunOutcome:
         """From the graph's final state values (as ima.runs.runner.execute returns them)."""
-        slots = values.get("memories") or {}
+        slots = memory_slots(values)
         return cls(
             thread=thread,
             status=str(values.get("status", "")),
@@ -127,15 +128,7 @@ class LearnReport:
     blocked: int = 0
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "thread": self.thread,
-            "status": self.status,
-            "drafted": self.drafted,
-            "refused": self.refused,
-            "added": self.added,
-            "supported": self.supported,
-            "blocked": self.blocked,
-        }
+        return asdict(self)
 
 
 def learn(hub: MemoryHub, outcome: RunOutcome, drafter: Drafter = rule_drafter) -> LearnReport:

@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ima.core.ngrams import NGRAM, Gram, copied_share, ngram_set, ngrams
+from ima.core.state import MEMORY_KEY, memory_slots
 from ima.measures.design_quality import design_quality, junk_lines, own_text
 from ima.measures.in_view import in_view_at_last_turn
 from ima.measures.memory_quality import memory_hygiene, memory_report
@@ -184,7 +185,7 @@ def content_metrics(
         "in_view": None
         if turns is None
         else in_view_at_last_turn(
-            task, {"transcript": turns, "memory_log": memory_log, "memories": memories}
+            task, {"transcript": turns, "memory_log": memory_log, MEMORY_KEY: memories}
         ),
         "ngram": NGRAM,
     }
@@ -255,5 +256,5 @@ def state_content(task: Task, values: Mapping[str, Any]) -> dict[str, Any]:
         brief=values.get("brief"),
         templates=values.get("templates"),
         memory_log=values.get("memory_log"),
-        memories=values.get("memories"),
+        memories=memory_slots(values),
     )

@@ -21,6 +21,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ima.core.state import memory_slots
 from ima.measures.memory_quality import memory_notes, own_measured_items
 from ima.meeting.agent_context import memory_text
 from ima.tasks import Task
@@ -33,7 +34,7 @@ def memory_at_turn(state: Mapping[str, Any], role: str, turn: int) -> tuple[str,
     """`role`'s memory as its prompt at `turn` showed it (its long-term lessons, then its
     notes) and the version it was; None when the state cannot tell (a run that kept no memory
     log, whose last version came at or after `turn`)."""
-    slot = (state.get("memories") or {}).get(role) or {}
+    slot = memory_slots(state).get(role) or {}
     log = state.get("memory_log")
     if log is None:
         if slot.get("turn", slot.get("updated_turn", turn)) >= turn:
@@ -96,7 +97,7 @@ def in_view_at_last_turn(task: Task, state: Mapping[str, Any]) -> dict[str, Any]
     the memory and the recent turns held on their own (`in_memory`, `in_window`, a
     requirement may need both), the `window` of turns shown and the `memory_version`."""
     transcript: Sequence[Mapping[str, Any]] = state.get("transcript") or []
-    with_memory = bool(state.get("memories")) or bool(state.get("memory_log"))
+    with_memory = bool(memory_slots(state)) or bool(state.get("memory_log"))
     last: dict[str, Mapping[str, Any]] = {}
     for turn in transcript:
         if "context" in turn:  # a prompt was built for it (a person's turn has none)

@@ -1,6 +1,6 @@
 """An agent's turn prompt in the meeting: f_context, the paper's Algorithm 1 (task and memory
 always, then the newest turns that fit the remaining token budget, in chronological order:
-the library's `select_window`), and the prompt around it (role, phase question), in one of
+the library's `fit_window`), and the prompt around it (role, phase question), in one of
 two layouts:
 
 - paper: system message task and role, then the agent's memory, the recent turns and the
@@ -23,13 +23,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from intrinsic_memory import select_window
+from intrinsic_memory import check_budget as library_check_budget
+from intrinsic_memory import fit_window, minimum_budget
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from ima import prompts
 from ima.core.errors import UserError
 from ima.core.settings import PromptLayout, RunContext
-from ima.core.state import ContextShare, Turn
+from ima.core.state import MEMORY_KEY, ContextShare, Turn, memory_slots
 from ima.core.tokens import count_tokens
 from ima.meeting.design.compile import accepted_proposal
 from ima.meeting.prompting import (
@@ -53,13 +54,6 @@ def render_turn(index: int, speaker: str, content: str) -> str:
 # first turn is always a multiple of this (1-based: turns 1, 5, 9, ...), so the prefix is
 # stable for about this many turns.
 WINDOW_BLOCK = 4
-
-
-def recent_turns(transcript: Sequence[Turn], room: int, block: int = 1) -> list[Turn]:
-    """The newest whole turns within `room` tokens, oldest first (Algorithm 1's selection;
-    `block` aligns the window's start, see `select_window`)."""
-    first = select_window(len(transcript), lambda i: transcript[i]["tokens"], room, block=block)
-    return list(transcript[first:])
 
 
 def memory_text(slot: Mapping[str, Any]) -> str:
@@ -89,7 +83,8 @@ def build_context(
     budget: int,
     shared_room: int | None = None,
 ) -> Context:
-    """Fit memory and recent turns into `budget` after the fixed parts (task, role, instruction).
+    """Fit memory and recent turns into `budget` after the fixed parts (task, role, instruction):
+    the library's `fit_window`.
 
     Memory beats old history: the budget always holds it (`check_budget`), the turns get
     what is left. `shared_room` (the shared layout): the turns are the block-aligned window
@@ -97,14 +92,22 @@ def build_context(
     reserve.
     """
     memory_tokens = count_tokens(memory) if memory else 0
-    history_room = max(budget - fixed_tokens - memory_tokens, 0)
+    shown = fixed_tokens + memory_tokens
+
+    def size(i: int) -> int:
+        return transcript[i]["tokens"]
+
+    def window(block: int, most: int | None) -> list[Turn]:
+        first = fit_window(len(transcript), size, budget, shown, block=block, most=most)
+        return list(transcript[first:])
+
     if shared_room is None:
-        turns = recent_turns(transcript, history_room)
+        turns = window(1, None)
     else:
-        turns = recent_turns(transcript, min(history_room, max(shared_room, 0)), WINDOW_BLOCK)
+        turns = window(WINDOW_BLOCK, shared_room)
         if not turns:  # a budget too small to share any turn: the speaker's own room
-            turns = recent_turns(transcript, history_room, WINDOW_BLOCK)
-    total = fixed_tokens + memory_tokens + sum(t["tokens"] for t in turns)
+            turns = window(WINDOW_BLOCK, None)
+    total = shown + sum(t["tokens"] for t in turns)
     return Context(memory=memory, turns=turns, tokens=total, memory_tokens=memory_tokens)
 
 
@@ -217,7 +220,7 @@ def _paper_turn_prompt(
     # Fixed parts: system prompt and the turn frame with empty memory and no turns.
     system_tokens = cached_count(system)
     frame_tokens = cached_count(user("" if with_memory else None, "x"))
-    memory = memory_text(state["memories"][role_id]) if with_memory else ""
+    memory = memory_text(memory_slots(state)[role_id]) if with_memory else ""
     context = build_context(
         fixed_tokens=system_tokens + frame_tokens,
         memory=memory,
@@ -284,7 +287,7 @@ def _shared_turn_prompt(
     system_tokens = cached_count(system)
     role_tokens = cached_count(role)
     frame_tokens = cached_count(user("", "x", ""))
-    memory = memory_text(state["memories"][role_id]) if with_memory else ""
+    memory = memory_text(memory_slots(state)[role_id]) if with_memory else ""
     context = build_context(
         fixed_tokens=system_tokens + role_tokens + frame_tokens,
         memory=memory,
@@ -316,7 +319,7 @@ def build_question_prompt(
         def user(turns: str) -> str:
             return f"{conversation_section(turns)}{role}\n\n{question}"
 
-        with_memory = bool(state.get("memories"))
+        with_memory = bool(memory_slots(state))
         shared_room = (
             settings.token_budget
             - cached_count(system)
@@ -356,7 +359,7 @@ def fixed_tokens(task: Task, brief: str, settings: RunContext) -> int:
     state: dict[str, Any] = {
         "brief": brief,
         "transcript": [],
-        "memories": {r: {"text": ""} for r in task.speakers},
+        MEMORY_KEY: {r: {"text": ""} for r in task.speakers},
         **task.schedule.start(),
     }
     probe = settings.with_values(token_budget=10**9)
@@ -365,14 +368,25 @@ def fixed_tokens(task: Task, brief: str, settings: RunContext) -> int:
 
 def check_budget(task: Task, brief: str, settings: RunContext, with_memory: bool) -> None:
     """UserError in one line, naming the minimum, when the token budget cannot hold every
-    agent's fixed context and (with memory) the whole memory and long-term lessons: every
-    context reserves them, so a memory is never cut to fit."""
-    needed = fixed_tokens(task, brief, settings)
-    if with_memory:
-        needed += settings.memory_tokens + (settings.long_term_budget if settings.long_term else 0)
-    if settings.token_budget < needed:
-        raise UserError(
-            f"token budget {settings.token_budget} is smaller than the task description, role "
-            f"prompt and memory ({needed} tokens): raise --budget to at least {needed + 256}"
-            + (" or lower --memory-tokens" if with_memory else "")
+    agent's fixed context, (with memory) the whole memory and long-term lessons, and a
+    short newest turn: the library's `check_budget`. Every context reserves the memory and
+    the lessons, so a memory is never cut to fit."""
+    fixed = fixed_tokens(task, brief, settings)
+    memory = settings.memory_tokens if with_memory else 0
+    lessons = settings.long_term_budget if with_memory and settings.long_term else 0
+    try:
+        library_check_budget(
+            settings.token_budget, memory, system_tokens=fixed, lessons_tokens=lessons
         )
+    except ValueError:
+        least = minimum_budget(memory, system_tokens=fixed, lessons_tokens=lessons)
+        held = (
+            "role prompt, memory and a short turn"
+            if with_memory
+            else "role prompt and a short turn"
+        )
+        raise UserError(
+            f"token budget {settings.token_budget} is smaller than the task description, "
+            f"{held} ({least} tokens): raise --budget to at least {least}"
+            + (" or lower --memory-tokens" if with_memory else "")
+        ) from None

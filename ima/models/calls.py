@@ -25,6 +25,12 @@ def _prepare(model: BaseChatModel | Runnable, max_tokens: int | None) -> Runnabl
     )
 
 
+def _accounted(metadata: dict[str, Any], max_tokens: int | None) -> dict[str, Any]:
+    """The library's `invoke` arguments of one call besides its messages."""
+    kind = metadata["ima_kind"]
+    return {"metadata": metadata, "tags": [kind], "max_tokens": max_tokens, "stream": True}
+
+
 def invoke_model(
     model: BaseChatModel | Runnable,
     messages: list[BaseMessage],
@@ -33,14 +39,7 @@ def invoke_model(
 ) -> Reply:
     """Invoke `model` (retrying transient failures); `metadata` labels the call for tracing
     and must name its kind (`ima_kind`). The call streams like any conversation turn."""
-    return invoke(
-        _prepare(model, max_tokens),
-        messages,
-        metadata=metadata,
-        tags=[metadata["ima_kind"]],
-        max_tokens=max_tokens,
-        stream=True,
-    )
+    return invoke(_prepare(model, max_tokens), messages, **_accounted(metadata, max_tokens))
 
 
 async def ainvoke_model(
@@ -50,14 +49,8 @@ async def ainvoke_model(
     max_tokens: int | None = None,
 ) -> Reply:
     """`invoke_model` for async callers."""
-    return await ainvoke(
-        _prepare(model, max_tokens),
-        messages,
-        metadata=metadata,
-        tags=[metadata["ima_kind"]],
-        max_tokens=max_tokens,
-        stream=True,
-    )
+    runnable = _prepare(model, max_tokens)
+    return await ainvoke(runnable, messages, **_accounted(metadata, max_tokens))
 
 
 def call_model(

@@ -28,20 +28,21 @@ def task_text(task: BenchTask | Any, settings: SolverSettings) -> str:
     return task.adapter.task_text(task, settings.limit_for(task.step_limit))
 
 
-History = Callable[[Mapping[str, Any]], list[BaseMessage]]
+History = Callable[[Mapping[str, Any], SolverSettings], list[BaseMessage]]
 
 
-def history_for(arm: Arm, settings: SolverSettings) -> History:
-    """The earlier messages an agent of this arm reads, from the graph state."""
+def history_for(arm: Arm) -> History:
+    """The earlier messages an agent of this arm reads, from the graph state and the
+    episode's settings."""
 
-    def everything(state: Mapping[str, Any]) -> list[BaseMessage]:
+    def everything(state: Mapping[str, Any], settings: SolverSettings) -> list[BaseMessage]:
         return list(state.get("messages") or [])
 
-    def window(state: Mapping[str, Any]) -> list[BaseMessage]:
+    def window(state: Mapping[str, Any], settings: SolverSettings) -> list[BaseMessage]:
         messages = state.get("messages") or []
         return fit_context(messages, None, token_budget=settings.token_budget) if messages else []
 
-    def summarised(state: Mapping[str, Any]) -> list[BaseMessage]:
+    def summarised(state: Mapping[str, Any], settings: SolverSettings) -> list[BaseMessage]:
         messages = list(state.get("messages") or [])
         summaries = state.get("summaries") or []
         if not summaries:

@@ -20,7 +20,9 @@ the environment's progress.
 
 Memory arms (`ima.planning.arms`) differ only in what each agent's prompt holds before the
 current step's question; the model, the step limit and the accounting of every call (per
-agent and kind, in `usage`) are the same. Intrinsic arms add the agent nodes with
+agent and kind, in `usage`) are the same. The settings are the graph's context
+(`SolverSettings`, read as `runtime.context`); run without one, an episode has those the graph
+was built with, which an intrinsic arm's memory and budget always are. Intrinsic arms add the agent nodes with
 `add_intrinsic_memory`: each agent's memory is updated from its own turn (its action and
 what the environment answered). The input may hold each agent's memory to start from
 (`{"intrinsic_memory": {agent: AgentMemory}}`): the cross-task arm's previous task's.
@@ -42,6 +44,7 @@ from intrinsic_memory import (
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime, get_runtime
 
 from ima import prompts
 from ima.models.calls import invoke_model
@@ -50,7 +53,7 @@ from ima.planning.adapters import as_task
 from ima.planning.answers import CHECK, actions_of, is_check, read_action, stuck
 from ima.planning.arms import Arm
 from ima.planning.context import ENVIRONMENT, history_for, step_context, task_text
-from ima.planning.settings import SolverSettings
+from ima.planning.settings import BUILT_IN, SolverSettings
 from ima.planning.state import EpisodeState, Step
 
 PLANNER, HELPER, SUMMARIZER = "planner", "helper", "summarizer"
@@ -63,16 +66,21 @@ class _Solver:
     arm: Arm
     model: BaseChatModel
     memory_model: BaseChatModel
-    settings: SolverSettings
+    settings: SolverSettings  # what the graph was built with
     _live: list[Playable] = field(default_factory=list)  # the environment played last
 
-    @property
-    def task_prompt(self) -> str:
-        return task_text(self.task, self.settings)
+    def now(self, runtime: Runtime[SolverSettings] | None = None) -> SolverSettings:
+        """The episode's settings: the run's context, or those the graph was built with."""
+        given = (runtime or get_runtime(SolverSettings)).context
+        if given is None:
+            return self.settings
+        return given if isinstance(given, SolverSettings) else SolverSettings(**given)
 
-    @property
-    def limit(self) -> int:
-        return self.settings.limit_for(self.task.step_limit)
+    def task_prompt(self, settings: SolverSettings) -> str:
+        return task_text(self.task, settings)
+
+    def limit(self, settings: SolverSettings) -> int:
+        return settings.limit_for(self.task.step_limit)
 
     def role(self, agent: str) -> str:
         return self.task.adapter.role(agent)
@@ -85,17 +93,25 @@ class _Solver:
             self._live[:] = [self.task.replay(actions)]
         return self._live[0]
 
-    def setup(self, state: EpisodeState) -> dict[str, Any]:
+    def setup(self, state: EpisodeState, runtime: Runtime[SolverSettings]) -> dict[str, Any]:
         """The task as the conversation's first message; in the intrinsic-llm arm, each
         agent's model writes its memory template from it (once: a resumed run keeps them)."""
+        settings = self.now(runtime)
+        changed = [k for k in BUILT_IN if getattr(settings, k) != getattr(self.settings, k)]
+        if self.arm.intrinsic and changed:
+            raise ValueError(
+                f"an intrinsic arm's {', '.join(changed)} are built into its graph: give "
+                "build_solver the settings the episode runs with"
+            )
         update: dict[str, Any] = {}
+        task_prompt = self.task_prompt(settings)
         if not state.get("messages"):
-            update["messages"] = [HumanMessage(self.task_prompt, name="task")]
+            update["messages"] = [HumanMessage(task_prompt, name="task")]
         if self.arm.template == "llm" and not state.get("intrinsic_memory"):
             memories, usage = {}, {}
             for agent in AGENTS:
                 template, cost = write_template(
-                    self.model, self.task_prompt, self.role(agent), {"ima_role": agent}
+                    self.model, task_prompt, self.role(agent), {"ima_role": agent}
                 )
                 memories[agent] = AgentMemory(text="", version=0, template=template.markdown())
                 usage[agent] = {"template_generation": cost}
@@ -103,18 +119,19 @@ class _Solver:
         return update
 
     def agent(self, agent: str) -> Callable[[EpisodeState], dict[str, Any]]:
-        history = history_for(self.arm, self.settings)
+        history = history_for(self.arm)
         role = self.role(agent)
 
-        def turn(state: EpisodeState) -> dict[str, Any]:
+        def turn(state: EpisodeState, runtime: Runtime[SolverSettings]) -> dict[str, Any]:
+            settings = self.now(runtime)
             steps = list(state.get("steps") or [])
             env = self.env(steps)
             number = len(steps) + 1
-            seen = history(state)
+            seen = history(state, settings)
             ask = prompts.render(
                 "team/helper_step" if agent == HELPER else "team/step",
                 step=number,
-                limit=self.limit,
+                limit=self.limit(settings),
                 state=env.observation(),
                 goal=self.task.goal,
                 proposal=state.get("proposal", ""),
@@ -123,7 +140,7 @@ class _Solver:
                 self.model,
                 [SystemMessage(role), *seen, HumanMessage(ask)],
                 {"ima_kind": "agent_turn", "ima_role": agent},
-                self.settings.answer_tokens,
+                settings.answer_tokens,
             )
             action = read_action(reply.text)
             usage = {agent: {"agent_turn": reply.usage}}
@@ -169,8 +186,9 @@ class _Solver:
 
         return turn
 
-    def summarize(self, state: EpisodeState) -> dict[str, Any]:
+    def summarize(self, state: EpisodeState, runtime: Runtime[SolverSettings]) -> dict[str, Any]:
         """ChatDev's memory: the summary rewritten from the previous one and the new steps."""
+        settings = self.now(runtime)
         steps = state.get("steps") or []
         summaries = state.get("summaries") or []
         since = summaries[-1]["step"] if summaries else 0
@@ -178,7 +196,7 @@ class _Solver:
             f"{s['index']}. {s['agent']}: {s['action']} -> {s['observation']}"
             for s in steps[since:]
         ]
-        words = self.settings.memory_tokens * 3 // 4
+        words = settings.summary_tokens * 3 // 4
         reply = invoke_model(
             self.memory_model,
             [
@@ -186,7 +204,7 @@ class _Solver:
                 HumanMessage(
                     prompts.render(
                         "team/summary",
-                        task=self.task_prompt,
+                        task=self.task_prompt(settings),
                         summary=summaries[-1]["text"] if summaries else "(none yet)",
                         steps="\n".join(lines),
                         words=words,
@@ -194,7 +212,7 @@ class _Solver:
                 ),
             ],
             {"ima_kind": "summary", "ima_role": SUMMARIZER},
-            self.settings.memory_tokens,
+            settings.summary_tokens,
         )
         return {
             "summaries": [{"step": len(steps), "text": reply.text}],
@@ -205,14 +223,17 @@ class _Solver:
     # -- routing
 
     def after_step(self, state: EpisodeState) -> str:
+        settings = self.now()
         steps = state.get("steps") or []
         last = steps[-1] if steps else None
-        if last and (last["goal_reached"] or last.get("done") or len(steps) >= self.limit):
+        if last and (
+            last["goal_reached"] or last.get("done") or len(steps) >= self.limit(settings)
+        ):
             return END
         if self.arm.name == "summary":
             summaries = state.get("summaries") or []
             since = summaries[-1]["step"] if summaries else 0
-            if len(steps) - since >= self.settings.summary_every:
+            if len(steps) - since >= settings.summary_every:
                 return SUMMARIZER
         return PLANNER
 
@@ -254,17 +275,18 @@ def build_solver(
         task: the task (`get_adapter(NAME).task(ID)`; a PDDL `Problem` is taken too).
         arm: the memory arm (`ima.planning.Arm`, one of `ARMS`).
         model: the agents' chat model.
-        settings: step limit and budgets (default `SolverSettings()`).
+        settings: step limit and budgets (default `SolverSettings()`): those an episode
+            runs with unless its run is given others as its context (`context=`); an
+            intrinsic arm's memory and budget are built in and must not differ.
         memory_model: the model of memory updates and summaries (default: `model`).
 
     Run it from empty input (`{}`), or from each agent's memory to start with
     (`{"intrinsic_memory": ...}`, intrinsic arms); compile it with a checkpointer to resume
-    an episode, and give `recursion_limit(settings, step_limit)` in the run's config.
+    an episode, and give `recursion_limit(settings, step_limit)` in the run's config and
+    the settings as its `context=`.
     """
-    solver = _Solver(
-        as_task(task), arm, model, memory_model or model, (settings or SolverSettings()).check()
-    )
-    builder = StateGraph(EpisodeState)
+    solver = _Solver(as_task(task), arm, model, memory_model or model, settings or SolverSettings())
+    builder = StateGraph(EpisodeState, context_schema=SolverSettings)
     builder.add_node("setup", solver.setup)
     after: dict[str, str] = {}
     memory = solver.memory() if arm.intrinsic else None

@@ -13,9 +13,9 @@ from typing import Any, Literal
 
 import yaml
 from intrinsic_memory import MemoryTemplate, Phase, Schedule
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ima.core.errors import UserError
+from ima.core.errors import UserError, validated
 from ima.tasks.design import ComponentSlot, DesignPlan, EstimateSlot
 
 __all__ = [
@@ -254,12 +254,7 @@ def load_task_file(path: Path) -> Task:
         raise UserError(f"task file {path} is not valid YAML{line}: fix the syntax") from None
     if not isinstance(raw, dict):
         raise UserError(f"task file {path} must be a YAML mapping (see ima/tasks/*.yaml)")
-    try:
-        return Task.model_validate(raw)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "task"
-        raise UserError(f"task file {path}: {where}: {err['msg']}") from None
+    return validated(Task, raw, f"task file {path}", "task")
 
 
 def load_task(ref: str) -> Task:

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ima.core.state import memory_slots
 from ima.measures.memory_quality import REPAIR_LABELS
 from ima.view.diff import MemoryDiff, line_diff
 
@@ -165,7 +166,7 @@ def collect_agents(run: dict[str, Any], values: dict[str, Any]) -> dict[str, Age
     ids = _ordered_unique(
         [
             *names,
-            *(values.get("memories") or {}),
+            *memory_slots(values),
             *(entry.get("role", "") for entry in values.get("memory_log") or []),
             *(turn.get("speaker", "") for turn in values.get("transcript") or []),
             *usage_roles,
@@ -241,7 +242,7 @@ def memory_timelines(
 ) -> list[MemoryTimeline]:
     """One timeline per agent with a memory; marks on each turn the version it caused.
     `retention` (per agent, as `retention_summary` gives it) adds what each version holds."""
-    slots: dict[str, dict[str, Any]] = values.get("memories") or {}
+    slots: dict[str, dict[str, Any]] = dict(memory_slots(values))
     log = values.get("memory_log")
     held = {
         (role, v["version"]): v

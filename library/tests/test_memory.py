@@ -8,7 +8,9 @@ import json
 
 import pytest
 from intrinsic_memory import IntrinsicMemory, MemoryTemplate
-from intrinsic_memory.memory import Memory, edit_schema, rewrite_schema
+from intrinsic_memory.edits import edit_schema
+from intrinsic_memory.memory import Memory
+from intrinsic_memory.rewrite import rewrite_schema
 from intrinsic_memory.tokens import count_tokens
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage

@@ -15,6 +15,7 @@ The problems (`problems/index.yaml`, sources and licenses in `problems/NOTICE.md
 their optimal plans; the environment runs on unified-planning's sequential simulator.
 """
 
+from ima.environments.base import StepResult
 from ima.environments.pddl.actions import ActionCall, format_action, parse_action
 from ima.environments.pddl.catalog import (
     PROBLEMS_DIR,
@@ -25,7 +26,7 @@ from ima.environments.pddl.catalog import (
     list_domains,
     list_problems,
 )
-from ima.environments.pddl.environment import Env, StepResult
+from ima.environments.pddl.environment import Env
 
 __all__ = [
     "PROBLEMS_DIR",

@@ -8,15 +8,14 @@ plan and its length, source, license); each domain has a folder with `domain.pdd
 
 from __future__ import annotations
 
-import difflib
 from functools import cache
 from pathlib import Path
 from typing import TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ima.core.errors import UserError
+from ima.core.errors import UserError, unknown, validated
 
 PROBLEMS_DIR = Path(__file__).parent / "problems"
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -107,12 +106,7 @@ def _read_yaml(path: Path) -> object:
 
 
 def _validated(model: type[_M], raw: object, path: Path) -> _M:
-    try:
-        return model.model_validate(raw)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "file"
-        raise UserError(f"{path}: {where}: {err['msg']}") from None
+    return validated(model, raw, str(path), "file")
 
 
 @cache
@@ -169,10 +163,4 @@ def get_problem(problem_id: str) -> Problem:
     problems = _problems()
     if problem_id in problems:
         return problems[problem_id]
-    close = difflib.get_close_matches(problem_id, list(problems), n=3, cutoff=0.6)
-    hint = (
-        f"did you mean {', '.join(close)}?"
-        if close
-        else "ima.environments.pddl.list_problems() lists them"
-    )
-    raise UserError(f"unknown PDDL problem {problem_id!r}: {hint}")
+    raise unknown("PDDL problem", problem_id, problems, "ima.environments.pddl.list_problems()")

@@ -22,43 +22,27 @@ all goal literals at once: `progress == 1.0`.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from unified_planning.model import State
 
 from ima.core.errors import UserError
+from ima.environments.base import StepResult, TextEnvironment
 from ima.environments.pddl.actions import format_action, parse_action
 from ima.environments.pddl.catalog import Problem, get_problem
 from ima.environments.pddl.engine import Compiled, compile_problem
 
 
-@dataclass(frozen=True)
-class StepResult:
-    """What one step did."""
-
-    action: str
-    """The action text as given."""
-    valid: bool
-    """Whether it was applied (an invalid one changed nothing)."""
-    message: str
-    """One line for the agent: what happened, or why the action was not possible."""
-    progress: float
-    """The progress rate after this step."""
-    goal_reached: bool
-    """Whether the current state satisfies the whole goal."""
-
-
-class Env:
+class Env(TextEnvironment):
     """One episode of a bundled PDDL problem (give the `Problem` or its id)."""
 
     def __init__(self, problem: Problem | str) -> None:
+        super().__init__()
         self._problem = get_problem(problem) if isinstance(problem, str) else problem
         self._compiled: Compiled = compile_problem(self._problem)
         if not self._compiled.goals:
             raise UserError(f"PDDL problem {self._problem.id} has an empty goal: give it one")
         self._state: State = self._compiled.initial_state
         self._valid_actions: tuple[str, ...] | None = None
-        self._history: list[StepResult] = []
         self._progress = 0.0
 
     @classmethod
@@ -128,18 +112,7 @@ class Env:
         done = " The goal is reached." if self.is_goal() else ""
         return self._record(action, True, f"{text}: done.{done}")
 
-    def _record(self, action: str, valid: bool, message: str) -> StepResult:
-        result = StepResult(
-            action=action if isinstance(action, str) else repr(action),
-            valid=valid,
-            message=message,
-            progress=self._progress,
-            goal_reached=self.is_goal(),
-        )
-        self._history.append(result)
-        return result
-
-    # scores and history --------------------------------------------------------------
+    # scores ----------------------------------------------------------------------------
 
     def is_goal(self) -> bool:
         """Whether the current state satisfies every goal literal."""
@@ -167,16 +140,5 @@ class Env:
         return self.is_goal()
 
     @property
-    def actions(self) -> tuple[str, ...]:
-        """Every action text given to `step`, valid or not, in order (what `replay` needs)."""
-        return tuple(r.action for r in self._history)
-
-    @property
-    def history(self) -> tuple[StepResult, ...]:
-        """The result of every step, in order."""
-        return tuple(self._history)
-
-    @property
-    def steps(self) -> int:
-        """Steps taken, invalid ones included (what a step limit counts)."""
-        return len(self._history)
+    def goal_reached(self) -> bool:
+        return self.is_goal()

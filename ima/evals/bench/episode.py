@@ -78,7 +78,11 @@ def run_episode(
         start = {"intrinsic_memory": dict(start_memory)} if start_memory else {}
         tokens = 0
         for chunk in app.stream(
-            None if resumed else start, config, stream_mode="updates", durability="sync"
+            None if resumed else start,
+            config,
+            context=plan.settings,
+            stream_mode="updates",
+            durability="sync",
         ):
             for update in chunk.values():
                 if not isinstance(update, dict):

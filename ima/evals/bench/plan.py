@@ -9,8 +9,10 @@ catalog order, each episode starting from the memory the previous one ended with
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
+
+from intrinsic_memory import DEFAULT_MEMORY_TOKENS
 
 from ima.core.errors import UserError
 from ima.evals.shared import thread_prefix
@@ -143,7 +145,6 @@ class BenchPlan:
             raise UserError(f"--temperature {self.temperature}: give a value from 0 to 2")
         for task in self.tasks:
             get_adapter(self.env).task(task)
-        self.settings.check()
         return self
 
     def config(self) -> dict[str, Any]:
@@ -152,7 +153,7 @@ class BenchPlan:
             "kind": self.env,
             "model": self.model,
             "temperature": self.temperature,
-            "settings": asdict(self.settings),
+            "settings": self.settings.model_dump(),
             "call_timeout": self.call_timeout,
             "arms": list(self.arms),
             "tasks": list(self.tasks),
@@ -169,13 +170,18 @@ def is_bench(config: dict[str, Any]) -> bool:
 
 
 def upgraded(config: dict[str, Any]) -> dict[str, Any]:
-    """A stored configuration in today's terms (a PDDL benchmark stored before the harness
-    names its tasks `problems`)."""
+    """A stored configuration in today's terms: a PDDL benchmark stored before the harness
+    named its tasks `tasks` (`problems`), settings stored before the token budget's rename
+    (`budget`) or before the summary arm had its own length (the memory's)."""
     if "problems" in config and "tasks" not in config:
         config = {k: v for k, v in config.items() if k != "problems"} | {
             "tasks": config["problems"]
         }
-    return config
+    if not is_bench(config):
+        return config
+    settings = {("token_budget" if k == "budget" else k): v for k, v in config["settings"].items()}
+    settings.setdefault("summary_tokens", settings.get("memory_tokens", DEFAULT_MEMORY_TOKENS))
+    return config | {"settings": settings}
 
 
 def plan_from_config(config: dict[str, Any]) -> BenchPlan:
@@ -189,10 +195,7 @@ def plan_from_config(config: dict[str, Any]) -> BenchPlan:
         seeds=config["seeds"],
         base_seed=config["base_seed"],
         temperature=config["temperature"],
-        # benchmarks begun before the budget's rename keep their settings
-        settings=SolverSettings(
-            **{("token_budget" if k == "budget" else k): v for k, v in config["settings"].items()}
-        ),
+        settings=SolverSettings(**config["settings"]),
         call_timeout=config.get("call_timeout", 600.0),
         command=config.get("command", ""),
     )

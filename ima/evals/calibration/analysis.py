@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 import statistics
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from ima.evals.calibration.sets import MEAN, REFERENCE
@@ -47,13 +47,7 @@ class Tally:
         return (self.wins + 0.5 * self.ties) / self.n if self.n else None
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "accuracy": self.accuracy,
-            "wins": self.wins,
-            "ties": self.ties,
-            "losses": self.losses,
-            "n": self.n,
-        }
+        return {"accuracy": self.accuracy, **asdict(self), "n": self.n}
 
 
 def _mean(xs: list[float]) -> float | None:

@@ -16,7 +16,15 @@ from intrinsic_memory import IntrinsicMemory, memory_step, only_markers
 from langgraph.runtime import Runtime
 
 from ima.core.settings import RunContext
-from ima.core.state import MemoryRepairs, MemorySlot, MemoryVersion, State, add_usage
+from ima.core.state import (
+    MEMORY_KEY,
+    MemoryRepairs,
+    MemorySlot,
+    MemoryVersion,
+    State,
+    add_usage,
+    memory_slots,
+)
 from ima.meeting.nodes.templates import template_for
 from ima.meeting.prompting import own_role_prompt, role_prompt, system_prompt, task_prompt
 from ima.models import Models
@@ -54,7 +62,7 @@ def make_memory_node(task: Task, role_id: str, models: Models) -> Callable[..., 
     def update_memory(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         settings = runtime.context
         latest = latest_turn_of(state, role_id)
-        slot = state["memories"][role_id]
+        slot = memory_slots(state)[role_id]
         update: dict[str, Any] = {"usage": {}}
         template = state["templates"].get(role_id)
         if slot["kind"] != settings.template or template is None:
@@ -75,11 +83,10 @@ def make_memory_node(task: Task, role_id: str, models: Models) -> Callable[..., 
         own = "" if only_markers(latest["content"]) else latest["content"]
         stepped, result = memory_step(
             memory,
-            {**state, "memories": {role_id: slot}},
+            {**state, MEMORY_KEY: {role_id: slot}},
             agent=role_id,
             output=own,
             turn=latest["index"],
-            key="memories",
             metadata={
                 "ima_role": role_id,
                 "ima_kind": "memory_update",
@@ -87,8 +94,8 @@ def make_memory_node(task: Task, role_id: str, models: Models) -> Callable[..., 
             },
             **_prompt_parts(task, role_id, settings, state["brief"]),
         )
-        new = stepped.get("memories", {}).get(role_id, slot)
-        update["memories"] = {role_id: new}
+        new = stepped.get(MEMORY_KEY, {}).get(role_id, slot)
+        update[MEMORY_KEY] = {role_id: new}
         event = {"event": "memory", "role": role_id, "version": new["version"]}
         if result is None:
             runtime.stream_writer(event)

@@ -11,7 +11,7 @@ from langgraph.runtime import Runtime
 
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
-from ima.core.state import State
+from ima.core.state import State, memory_slots
 from ima.meeting.nodes.memory_update import memory_node_name
 from ima.meeting.nodes.review import REVIEW
 from ima.tasks import Task
@@ -43,7 +43,7 @@ def memory_due(state: Mapping[str, Any]) -> list[str]:
     Only the last two turns' speakers can be due: a memory update runs right after its
     agent's turn, or beside the next speaker's turn.
     """
-    memories = state.get("memories") or {}
+    memories = memory_slots(state)
     due = []
     for turn in list(state.get("transcript") or [])[-2:]:
         slot = memories.get(turn["speaker"])
@@ -62,7 +62,7 @@ def next_steps(state: Mapping[str, Any], concurrency: int) -> tuple[list[str], s
     review: nothing after the meeting may miss a memory.
     """
     nxt, due = state["next_speaker"], memory_due(state)
-    if not due or (concurrency > 1 and nxt in (state.get("memories") or {})):
+    if not due or (concurrency > 1 and nxt in memory_slots(state)):
         return due, nxt
     return due, None
 

@@ -10,7 +10,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from ima.core.settings import RunContext
-from ima.core.state import MemorySlot, MemoryVersion, State
+from ima.core.state import MEMORY_KEY, MemorySlot, MemoryVersion, State
 from ima.longterm import load_starting_memory
 from ima.meeting.agent_context import check_budget
 from ima.meeting.nodes.templates import template_for
@@ -52,7 +52,7 @@ def make_setup_node(task: Task, with_memory: bool, models: Models) -> Callable[.
         ]
         return update | {
             "templates": templates,
-            "memories": slots,
+            MEMORY_KEY: slots,
             "memory_log": start,
             "usage": usage,
             "long_term": {"start": long_term},

@@ -10,7 +10,7 @@ for scheduled meetings.
 
 Beside these, the method's building blocks are public, for graphs that run its steps
 themselves: the memory step (`memory_step`, `amemory_step`), the window and the budget
-(`select_window`, `check_budget`), the markers (`parse_flags`), the memory as a prompt shows
+(`select_window`, `fit_window`, `check_budget`), the markers (`parse_flags`), the memory as a prompt shows
 it (`render_memory`), accounted model calls (`invoke`, `json_model`) and token counting.
 Every public name is in `__all__` and on docs/reference.md; the modules behind them are not
 an interface.
@@ -59,6 +59,7 @@ _EXPORTS = {
     "strip_foreign": "intrinsic_memory.notes",
     # Algorithm 1: the window and the budget
     "select_window": "intrinsic_memory.context",
+    "fit_window": "intrinsic_memory.context",
     "minimum_budget": "intrinsic_memory.context",
     "check_budget": "intrinsic_memory.context",
     # Algorithm 2's markers: votes and FINALIZE
@@ -107,6 +108,7 @@ __all__ = [
     "count_message_tokens",
     "count_tokens",
     "fit_context",
+    "fit_window",
     "invoke",
     "json_model",
     "limit_output",
@@ -132,6 +134,7 @@ if TYPE_CHECKING:
     from intrinsic_memory.context import (
         check_budget,
         fit_context,
+        fit_window,
         minimum_budget,
         render_memory,
         select_window,

@@ -3,10 +3,11 @@ newest whole messages that fit the remaining token budget, kept in chronological
 Memory beats old history.
 
 `select_window` is the selection itself, for any sequence of items with a size (messages,
-turns of a meeting); `fit_context` applies it to a list of LangChain messages. Two rules
-make it safe: the newest message (or an AI message's tool calls with their results) is
-always kept, and a budget that cannot hold the task, the memory and a message is refused
-when the agent is built (`check_budget`), not discovered at run time.
+turns of a meeting); `fit_window` applies it within a token budget, after what every prompt
+shows (the task, the memory and any fixed text), and `fit_context` to a list of LangChain
+messages. Two rules make it safe: the newest message (or an AI message's tool calls with
+their results) is always kept, and a budget that cannot hold the task, the memory and a
+message is refused when the agent is built (`check_budget`), not discovered at run time.
 """
 
 from __future__ import annotations
@@ -55,6 +56,26 @@ def select_window(count: int, size: Callable[[int], int], room: int, *, block: i
     return first
 
 
+def fit_window(
+    count: int,
+    size: Callable[[int], int],
+    token_budget: int,
+    shown_tokens: int,
+    *,
+    block: int = 1,
+    most: int | None = None,
+) -> int:
+    """Where the window of `count` items starts in a prompt of `token_budget` tokens that
+    always shows `shown_tokens` (the task, the memory, a system prompt, a role, ...): the
+    newest items that fit what is left (`select_window`, with its `block`). `most` caps that
+    room (say, at what several agents' prompts can all spare); a negative one holds nothing.
+    """
+    room = token_budget - shown_tokens
+    if most is not None:
+        room = min(room, max(most, 0))
+    return select_window(count, size, room, block=block)
+
+
 def render_memory(memory: str | Memory) -> str:
     """The agent's own memory as its prompt shows it ("Your own notes from earlier turns"),
     from its Markdown (`AgentMemory["text"]`); "(empty)" before its first update."""
@@ -62,28 +83,40 @@ def render_memory(memory: str | Memory) -> str:
     return _prompts.render("memory_section", memory=text.strip() or "(empty)")
 
 
-def minimum_budget(memory_tokens: int, task: str | None = None, system_tokens: int = 0) -> int:
-    """The smallest context budget that holds the system prompt (`system_tokens`), the task
-    (when given), a memory of `memory_tokens` and a short newest message."""
+def minimum_budget(
+    memory_tokens: int, task: str | None = None, system_tokens: int = 0, *, lessons_tokens: int = 0
+) -> int:
+    """The smallest context budget that holds the fixed text (`system_tokens`: a system
+    prompt, a role, instructions), the task (when given), a memory of `memory_tokens`, text
+    shown beside the memory outside its budget (`lessons_tokens`: say, lessons carried over
+    from earlier runs) and a short newest message."""
     frame = count_tokens(render_memory("")) + 3 * MESSAGE_OVERHEAD  # task, memory, message
     task_tokens = count_tokens(task) if task else 0
-    return system_tokens + task_tokens + memory_tokens + frame + MIN_MESSAGE_TOKENS
+    shown = system_tokens + task_tokens + memory_tokens + lessons_tokens
+    return shown + frame + MIN_MESSAGE_TOKENS
 
 
 def check_budget(
-    token_budget: int, memory_tokens: int, task: str | None = None, system_tokens: int = 0
+    token_budget: int,
+    memory_tokens: int,
+    task: str | None = None,
+    system_tokens: int = 0,
+    *,
+    lessons_tokens: int = 0,
 ) -> None:
     """TypeError when `token_budget` is not an int; ValueError in one line, naming the
-    minimum, when it cannot hold the system prompt (`system_tokens`), the task, the memory
-    and the newest message."""
+    minimum (`minimum_budget`), when it cannot hold the fixed text (`system_tokens`), the
+    task, the memory, the lessons beside it and the newest message."""
     whole_number("token_budget", token_budget)
-    least = minimum_budget(memory_tokens, task, system_tokens)
+    least = minimum_budget(memory_tokens, task, system_tokens, lessons_tokens=lessons_tokens)
     if token_budget < least:
         system = f"the system prompt ({system_tokens} tokens), " if system_tokens else ""
         held = "the task, " if task else ""
+        lessons = f", the lessons ({lessons_tokens} tokens)" if lessons_tokens else ""
         raise ValueError(
             f"token_budget={token_budget!r} cannot hold {system}{held}the memory "
-            f"({memory_tokens} tokens) and the newest message: give token_budget={least} or more"
+            f"({memory_tokens} tokens){lessons} and the newest message: "
+            f"give token_budget={least} or more"
         )
 
 
@@ -152,8 +185,9 @@ def fit_context(
     if memory is not None:
         fixed.append(HumanMessage(render_memory(memory), id=f"{VIEW_ID}memory"))
     units = _units(rest)
-    room = token_budget - token_counter(fixed)
-    first = select_window(len(units), lambda i: token_counter(units[i]), room)
+    first = fit_window(
+        len(units), lambda i: token_counter(units[i]), token_budget, token_counter(fixed)
+    )
     first = min(first, len(units) - 1) if units else 0  # the newest is always kept
     while first < len(units) - 1 and isinstance(units[first][0], ToolMessage):
         first += 1  # a result whose call was not kept cannot open the history

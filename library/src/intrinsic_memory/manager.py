@@ -29,18 +29,8 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from intrinsic_memory import _prompts
 from intrinsic_memory._checks import whole_number
-from intrinsic_memory.memory import (
-    Memory,
-    MemoryLimits,
-    MemoryTemplate,
-    Repairs,
-    apply_edits,
-    bound,
-    edit_schema,
-    parse_edits,
-    read_rewrite,
-    rewrite_schema,
-)
+from intrinsic_memory.edits import apply_edits, edit_schema, parse_edits
+from intrinsic_memory.memory import Memory, MemoryLimits, MemoryTemplate, Repairs, bound
 from intrinsic_memory.models import (
     CallUsage,
     Reply,
@@ -52,6 +42,7 @@ from intrinsic_memory.models import (
     zero_usage,
 )
 from intrinsic_memory.notes import MIN_NEW_WORDS, new_words, scripts_of
+from intrinsic_memory.rewrite import read_rewrite, rewrite_schema
 from intrinsic_memory.tokens import count_tokens
 
 log = logging.getLogger("intrinsic_memory")

@@ -5,17 +5,18 @@ A memory update never writes free text into a slot: its answer is read into sect
 JSON object per section, or Markdown headings from a backend that cannot be constrained),
 cleaned, and cut to the budget by whole notes. So a stored memory never ends mid-line.
 
-Edit mode's operations (add a note to a section, replace note N) are applied here,
-deterministically; nothing is removed by name: when the memory is full, the budget rule
-makes room (`bound`); the prompts and the model call live in `manager.py`.
+How an answer becomes the next version lives beside it: a rewrite's reading in
+`rewrite.py`, edit mode's operations (add a note to a section, replace note N) in
+`edits.py`, applied deterministically; nothing is removed by name: when the memory is full,
+the budget rule makes room (`bound`). The prompts and the model call live in `manager.py`.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from intrinsic_memory import _prompts
@@ -133,6 +134,16 @@ class MemoryTemplate:
             f"unknown memory template {given}: use 'generic', a MemoryTemplate, or Markdown "
             "with one '## ' heading per section"
         )
+
+    def index(self, name: Any) -> int | None:
+        """The position of the section a model named: by its key, else by its title."""
+        text = str(name)
+        keys = [s.key for s in self.sections]
+        titles = [s.title.lower() for s in self.sections]
+        for names, wanted in ((keys, text), (titles, text.lower())):
+            if wanted in names:
+                return names.index(wanted)
+        return None
 
     @property
     def keys(self) -> list[str]:
@@ -276,16 +287,8 @@ class Repairs:
     unusable: str = ""  # why nothing of the answer could be used ("" when it could)
 
     def as_dict(self) -> dict[str, int]:
-        return {
-            "carried_sections": self.carried_sections,
-            "shortened_notes": self.shortened_notes,
-            "dropped_notes": self.dropped_notes,
-            "malformed_edits": self.malformed_edits,
-            "merged_notes": self.merged_notes,
-            "foreign_script": self.foreign_script,
-            "repeated_words": self.repeated_words,
-            "unusable": int(bool(self.unusable)),
-        }
+        """The counts, `unusable` as 0 or 1 (counts add up over a run)."""
+        return asdict(self) | {"unusable": int(bool(self.unusable))}
 
 
 def bound(
@@ -332,280 +335,21 @@ def bound(
     return result
 
 
-# ----------------------------------------------------------------------------- rewrite
+def answer_body(answer: str) -> str:
+    """A model's answer without the code fence a model may wrap JSON in."""
+    return re.sub(r"^\s*```(?:json)?\s*|\s*```\s*$", "", answer.strip())
 
 
-def _closed_values(text: str) -> dict[str, Any]:
-    """The `"key": value` pairs of a JSON object whose values are complete, in an answer
-    that may have been cut off anywhere (a backend that stopped at its output cap)."""
-    decoder = json.JSONDecoder()
-    start = text.find("{")
-    found: dict[str, Any] = {}
-    pos = start + 1 if start >= 0 else len(text)
-    while pos < len(text):
-        key_match = re.compile(r'\s*,?\s*("(?:[^"\\]|\\.)*")\s*:\s*').match(text, pos)
-        if not key_match:
-            break
-        try:
-            key = json.loads(key_match.group(1))
-            value, end = decoder.raw_decode(text, key_match.end())
-        except json.JSONDecodeError:
-            break
-        found[key] = value
-        pos = end
-    return found
-
-
-def _sections_from_markdown(text: str, template: MemoryTemplate) -> tuple[dict[int, list], int]:
-    """Notes per section index from Markdown headings, and the index of the last section
-    seen (which is incomplete when the answer was cut off)."""
-    keys = {s.key: i for i, s in enumerate(template.sections)}
-    titles = {s.title.lower(): i for i, s in enumerate(template.sections)}
-    found: dict[int, list[str]] = {}
-    current = last = -1
-    for line in text.splitlines():
-        heading = _HEADING.match(line)
-        if heading:
-            name = heading.group(1).strip()
-            name = re.sub(r"\s*\[\w+\]$", "", name).strip().lower()
-            current = titles.get(name, keys.get(name, -1))
-            if current >= 0:
-                found.setdefault(current, [])
-                last = current
-        elif line.strip() and current >= 0:
-            found[current].append(line)
-    return found, last
-
-
-def _closed_items(text: str, key: str) -> list[Any]:
-    """The complete items of the array under `key` in an answer that may have been cut off
-    anywhere (a backend that stopped at its output cap)."""
-    match = re.search(rf'"{key}"\s*:\s*\[', text)
-    if not match:
-        return []
-    decoder, items, pos = json.JSONDecoder(), [], match.end()
-    while True:
-        separator = re.compile(r"\s*,?\s*").match(text, pos)
-        pos = separator.end() if separator else pos
-        try:
-            item, pos = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError:
-            return items
-        items.append(item)
-
-
-def _sections_from_json(
-    body: str, template: MemoryTemplate, repairs: Repairs
-) -> tuple[dict[int, list[Any]], bool]:
-    """Notes per section index from a JSON answer, and whether the answer was cut off.
-
-    The answer is `{"notes": [{"section": KEY, "note": TEXT}, ...]}` (what the prompt and
-    the schema ask for) or one list of notes per section key (what some providers' tool
-    calls return); a note tagged with no section of the template is malformed."""
-    keys = {s.key: i for i, s in enumerate(template.sections)}
-    titles = {s.title.lower(): i for i, s in enumerate(template.sections)}
-    cut_off = False
-    try:
-        whole = json.loads(body)
-        values = whole if isinstance(whole, dict) else {}
-    except json.JSONDecodeError:
-        cut_off = True  # an unclosed object is a cut-off answer, whatever was reported
-        values = {"notes": _closed_items(body, "notes")} if '"notes"' in body else {}
-        values = values or _closed_values(body)
-    found: dict[int, list[Any]] = {}
-    if isinstance(values.get("notes"), list) and "notes" not in keys:
-        for item in values["notes"]:
-            section = item.get("section") if isinstance(item, dict) else None
-            index = keys.get(str(section), titles.get(str(section).lower()))
-            if index is None or not isinstance(item.get("note"), str):
-                repairs.malformed_edits += 1
-                continue
-            found.setdefault(index, []).append(item["note"])
-        return found, cut_off
-    for name, notes in values.items():
-        index = keys.get(str(name), titles.get(str(name).lower()))
-        if index is not None:
-            found[index] = notes if isinstance(notes, list) else [notes]
-    return found, cut_off
-
-
-def read_rewrite(
-    answer: str, previous: Memory, *, cut_off: bool, repairs: Repairs
-) -> Memory | None:
-    """The new memory in a rewrite answer (JSON notes tagged with their section, one list
-    per section key, or Markdown with the template's headings); None if nothing is usable.
-
-    A complete answer replaces the memory: a section it leaves out is empty. An answer cut
-    off at the output cap keeps the sections it holds complete notes of; the others are
-    carried over from `previous`, so no partial line is ever stored.
-    """
-    template = previous.template
-    body = re.sub(r"^\s*```(?:json)?\s*|\s*```\s*$", "", answer.strip())
-    incomplete: set[int] = set()
-    if body.startswith("{"):
-        found, unclosed = _sections_from_json(body, template, repairs)
-        cut_off = cut_off or unclosed
-    else:
-        found, last = _sections_from_markdown(body, template)
-        if cut_off and last >= 0:
-            incomplete.add(last)  # its last line may stop mid-sentence
-    if not found:
-        repairs.unusable = "the answer holds none of the template's sections"
-        return None
-    sections = list(previous.notes)
-    for index in range(len(template.sections)):
-        if index in found and index not in incomplete:
-            sections[index] = tuple(str(n) for n in found[index] if str(n).strip())
-        elif cut_off:
-            repairs.carried_sections += 1  # kept from the previous version
-        else:
-            sections[index] = ()
-    return replace(previous, notes=tuple(sections))
-
-
-# ----------------------------------------------------------------------------- edit
-
-
-@dataclass(frozen=True)
-class Edit:
-    """One operation on a memory: add a note to a section, or replace note N."""
-
-    op: str  # add | replace
-    section: int
-    note: int = 0  # 1-based, for replace
-    text: str = ""
-
-
-def parse_edits(answer: str, template: MemoryTemplate, repairs: Repairs) -> list[Edit] | None:
-    """Edit operations in an answer `{"edits": [...]}`; None when it is not such an object.
-
-    Each operation is `{"to": KEY, "add": TEXT}` or `{"in": KEY, "replace": N, "with": TEXT}`;
-    anything else (a removal, unknown fields, another agent's name, a section the template
-    lacks) is counted as malformed and ignored. There is no removal (LangMem's default too):
-    a small model offered one empties its memory, and a full memory makes room by itself.
-    """
-    keys = {s.key: i for i, s in enumerate(template.sections)}
-    titles = {s.title.lower(): i for i, s in enumerate(template.sections)}
-    body = re.sub(r"^\s*```(?:json)?\s*|\s*```\s*$", "", answer.strip())
-    try:
-        value = json.loads(body[body.find("{") :] if "{" in body else body)
-    except json.JSONDecodeError:
-        value = _closed_values(body).get("edits")
-        value = {"edits": value} if isinstance(value, list) else None
-    operations = value.get("edits") if isinstance(value, dict) else None
-    if not isinstance(operations, list):
-        repairs.unusable = "the answer is not an object with a list of edits"
-        return None
-    edits = []
-    for item in operations:
-        edit = _edit(item, keys, titles)
-        if edit is None:
-            repairs.malformed_edits += 1
-        else:
-            edits.append(edit)
-    return edits
-
-
-def _edit(item: Any, keys: Mapping[str, int], titles: Mapping[str, int]) -> Edit | None:
-    if not isinstance(item, dict):
-        return None
-
-    def section(name: Any) -> int | None:
-        return keys.get(str(name), titles.get(str(name).lower()))
-
-    def number(value: Any) -> int | None:
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-    shape = set(item)
-    if shape == {"to", "add"} and isinstance(item["add"], str):
-        index = section(item["to"])
-        return None if index is None else Edit("add", index, text=item["add"])
-    if shape == {"in", "replace", "with"} and isinstance(item["with"], str):
-        index, note = section(item["in"]), number(item["replace"])
-        return None if index is None or note is None else Edit("replace", index, note, item["with"])
-    return None
-
-
-def apply_edits(memory: Memory, edits: Sequence[Edit], repairs: Repairs) -> Memory:
-    """The memory after `edits`: note numbers refer to the memory as it was shown; a
-    number that points at no note is malformed and changes nothing."""
-    sections = [list(enumerate(notes, 1)) for notes in memory.notes]
-    added: list[list[str]] = [[] for _ in sections]
-    for edit in edits:
-        current = dict(sections[edit.section])
-        if edit.op == "add":
-            if edit.text.strip():
-                added[edit.section].append(edit.text)
-            else:
-                repairs.malformed_edits += 1
-        elif edit.note not in current or not edit.text.strip():
-            repairs.malformed_edits += 1
-        else:
-            sections[edit.section] = [
-                (n, edit.text if n == edit.note else t) for n, t in sections[edit.section]
-            ]
-    notes = tuple(
-        tuple([t for _, t in kept] + new) for kept, new in zip(sections, added, strict=True)
-    )
-    return replace(memory, notes=notes)
-
-
-# ----------------------------------------------------------------------------- schemas
-
-
-def rewrite_schema(
-    template: MemoryTemplate, limits: MemoryLimits, max_notes: int | None = None
-) -> dict[str, Any]:
-    """JSON Schema of a rewrite: at most `max_notes` (default: the room's) bounded notes,
-    each tagged with its section (the sections share the room)."""
-    note = {
-        "type": "object",
-        "properties": {
-            "section": {"enum": template.keys},
-            "note": {"type": "string", "minLength": 1, "maxLength": limits.note_chars},
-        },
-        "required": ["section", "note"],
-        "additionalProperties": False,
-    }
-    most = limits.max_notes if max_notes is None else max_notes
-    notes = {"type": "array", "items": note, "minItems": 1, "maxItems": most}
+def closed_object(**properties: Any) -> dict[str, Any]:
+    """JSON Schema of an object with exactly these properties, all required."""
     return {
-        "title": "memory",
-        "description": "The agent's whole working memory: notes tagged with their section.",
         "type": "object",
-        "properties": {"notes": notes},
-        "required": ["notes"],
+        "properties": properties,
+        "required": list(properties),
         "additionalProperties": False,
     }
 
 
-def edit_schema(memory: Memory, limits: MemoryLimits, max_edits: int) -> dict[str, Any]:
-    """JSON Schema of an edit answer: 1 to `max_edits` bounded operations, each adding a note
-    to a section or replacing a note that exists (so a constraining backend cannot name a
-    note that is not there)."""
-    text = {"type": "string", "minLength": 1, "maxLength": limits.note_chars}
-
-    def shape(**properties: Any) -> dict[str, Any]:
-        return {
-            "type": "object",
-            "properties": properties,
-            "required": list(properties),
-            "additionalProperties": False,
-        }
-
-    shapes = [shape(to={"enum": memory.template.keys}, add=text)]
-    for key, notes in zip(memory.template.keys, memory.notes, strict=True):
-        if notes:
-            number = {"type": "integer", "minimum": 1, "maximum": len(notes)}
-            shapes.append(shape(**{"in": {"const": key}, "replace": number, "with": text}))
-    # At least one: an agent's own turn always adds something, and a small model offered
-    # an empty list takes it every time.
-    edits = {"type": "array", "items": {"anyOf": shapes}, "minItems": 1, "maxItems": max_edits}
-    return {
-        "title": "memory_edits",
-        "description": "Edits to the agent's working memory.",
-        "type": "object",
-        "properties": {"edits": edits},
-        "required": ["edits"],
-        "additionalProperties": False,
-    }
+def answer_schema(title: str, description: str, **properties: Any) -> dict[str, Any]:
+    """JSON Schema of a whole answer: a titled `closed_object`."""
+    return {"title": title, "description": description, **closed_object(**properties)}

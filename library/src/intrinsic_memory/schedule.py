@@ -87,10 +87,11 @@ class Schedule(BaseModel):
         """Whether this role's turn in this phase is a vote (only votes are read as votes)."""
         return phase == self.voting_phase and role in self.voters
 
-    def start(self) -> dict[str, Any]:
-        """Where a meeting starts: the first phase, round 1, the round's first speaker."""
+    def start(self, phase: str | None = None) -> dict[str, Any]:
+        """Where a meeting starts (or, given a `phase`, starts it again): that phase (the
+        first), round 1, the round's first speaker, no votes."""
         return {
-            "phase": self.phases[0].name,
+            "phase": phase or self.phases[0].name,
             "phase_round": 1,
             "position": 0,
             "next_speaker": self.round_order[0],
@@ -177,17 +178,7 @@ class Schedule(BaseModel):
         """The position after a person's feedback on an agreed proposal: back to the phase
         before the vote, from the round's first speaker, with no votes."""
         names = [p.name for p in self.phases]
-        back = names[max(names.index(self.voting_phase) - 1, 0)]
-        return {
-            "phase": back,
-            "phase_round": 1,
-            "position": 0,
-            "next_speaker": self.round_order[0],
-            "votes": {},
-            "consensus": False,
-            "finalize_asks": 0,
-            "handoff": "",
-        }
+        return self.start(names[max(names.index(self.voting_phase) - 1, 0)])
 
 
 # ---------------------------------------------------------------------------- markers
