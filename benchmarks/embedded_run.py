@@ -305,7 +305,6 @@ def measure(result: dict[str, Any]) -> dict[str, Any]:
         "memory_foreign_script": hygiene.get("foreign_script"),
         "consensus": int(record["status"] == "finalized"),
         "design_missing": final.get("missing", []),
-        "spec_valid": bool(final.get("valid")),
         "status": record["status"],
         "handoff": record.get("handoff", ""),
     }
@@ -383,7 +382,7 @@ def table(names: list[str], figures: list[dict[str, Any]]) -> str:
             ratio = v / first if first and v is not None else None
             cells += f"{'' if ratio is None else f'{ratio:.2f}':>8}"
         lines.append(f"{label:30}{cells}")
-    for key in ("status", "spec_valid", "design_missing"):
+    for key in ("status", "design_missing"):
         lines.append(f"{key:30}" + "".join(f"{f[key]!s:>{width}}" for f in figures))
     return "\n".join(lines)
 

@@ -19,7 +19,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
 from ima.meeting.builder import compile_graph
-from ima.runs.outputs import usage_totals
+from ima.runs.outputs import design_checks, usage_totals
 from ima.tasks import Task
 from ima.view import render_view, write_view
 
@@ -47,8 +47,7 @@ def scripted_run(
         "turns": len(values["transcript"]),
         "wall_seconds": 12.5,
         "usage": usage_totals(values["usage"]),
-        "spec_valid": final.get("valid", False),
-        "spec_error": final.get("error", ""),
+        "design_checks": design_checks(final.get("spec")),
         "roles": {r.id: r.name for r in task.roles},
     }
     return run, values, graph
