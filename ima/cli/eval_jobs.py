@@ -20,6 +20,7 @@ from ima.runs.database import PostgresDatabase
 
 
 def row_line(row: dict[str, Any]) -> str:
+    """A finished run in one line: status, turns, tokens, time, coverage, the judge's scores."""
     tokens = (row.get("usage") or {}).get("total") or {}
     cov = row.get("coverage") or {}
     verdict = row.get("judge") or {}
@@ -46,6 +47,7 @@ def enqueue(
     todo: list,
     retries: int | None,
 ) -> None:
+    """Queue the runs not stored yet as jobs, and print the commands that run and watch them."""
     planned = [queueing.Planned(r.key, evaluation.thread_id(r)) for r in todo]
     counts = queueing.enqueue(database, shared.name, queueing.EVAL_TASK, planned, retries)
     target = database.label
@@ -69,6 +71,7 @@ def enqueue(
 
 
 def run_here(evaluation: Evaluation, done: int, total: int, cap: int, concurrency: int) -> int:
+    """Run the runs not stored yet in this process, a line per finished run; the failures."""
     errors = 0
     progress = job_progress(console, "eval", "runs")
 

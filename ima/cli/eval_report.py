@@ -61,6 +61,7 @@ def shared_database(db: str | None) -> Database | None:
 def report_only(
     directory: Path, calibration_file: Path | None = None, db: str | None = None
 ) -> None:
+    """`ima eval --report-only`: the report of the runs stored so far, none run."""
     database = shared_database(db)
     store: ResultsStore | SharedEvaluation
     if database is not None:
