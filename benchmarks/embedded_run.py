@@ -10,7 +10,8 @@ by call kind, the floor of evaluated tokens (`evaluation_floor`), memory-update 
 reached the output cap and memories stored cut off, repairs, mean retention of the task's key
 figures and requirements at the end and over the run (`ima.measures.memory_quality`), and the
 content metrics of the final design; then each numeric row's ratio to the first variant. All
-metrics are computed here, by the current code, from each run's state as its own code wrote it.
+metrics are computed by the current code (benchmarks/embedded_measures.py), from each run's
+state as its own code wrote it, and printed by benchmarks/embedded_table.py.
 
     python -m benchmarks.embedded_run                       # the 4 layout variants (8-20 min each)
     python -m benchmarks.embedded_run --variants paper-edit,shared-edit --repeat shared-edit
@@ -37,10 +38,12 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from benchmarks.embedded_measures import measure, model_outputs
+from benchmarks.embedded_table import table
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -67,7 +70,6 @@ VARIANTS = (
 DEFAULT = tuple(v.name for v in VARIANTS if not v.commit)
 # The default model on a quiet 2-core machine (11-30): prompt and generation tokens/s.
 REFERENCE_SPEED = (200.0, 47.0)
-KINDS = ("agent_turn", "memory_update", "template_generation", "documentation")
 # The memory update's prompt files: in the library, or in the app before it had one.
 MEMORY_PROMPTS = ("library/src/intrinsic_memory/prompts/memory_*.md", "ima/prompts/memory_*.md")
 
@@ -184,207 +186,6 @@ def run(
         if path and not Path(path).resolve().is_relative_to(source.resolve()):
             raise SystemExit(f"{variant.name}: ran {path}, not the code in {source}")
     return {"record": record, "state": state, "memory_prompts": memory_prompts(source)}
-
-
-def model_outputs(state: dict[str, Any]) -> Any:
-    """Everything the model wrote in a run: turns, memory versions, design, specification."""
-    final = state.get("final") or {}
-    return (
-        [t["content"] for t in state.get("transcript") or []],
-        [e["text"] for e in state.get("memory_log") or []],
-        final.get("markdown"),
-        final.get("spec"),
-    )
-
-
-def answers_at_cap(record: dict[str, Any], log: list[dict[str, Any]]) -> tuple[int, int]:
-    """Memory-update answers that stopped at the output cap, and memories stored cut off:
-    code that records repairs stores a cut answer only after repairing it (its complete
-    sections kept, the rest carried over); older code stored every answer as it came."""
-    settings = record.get("settings") or {}
-    cap = 2 * settings["max_memory_words"] if "max_memory_words" in settings else None
-    at_cap = stored = 0
-    for entry in log:
-        if not entry.get("version"):
-            continue
-        output = (entry.get("usage") or {}).get("output_tokens", 0)
-        cut = entry["cut_off"] if "cut_off" in entry else bool(cap and output >= cap)
-        repaired = entry.get("repairs") or {}
-        at_cap += cut
-        stored += cut and not (repaired.get("carried_sections") or repaired.get("unusable"))
-    return at_cap, stored
-
-
-def evaluation_floor(record: dict[str, Any], state: dict[str, Any]) -> dict[str, int] | None:
-    """Prompt tokens that no prefix cache can avoid for the contexts a shared-layout run built
-    (None for other layouts): every agent turn's own parts (role, question, memory: they
-    follow the newest turn), each turn's text and the task once; every memory update's
-    previous memory and latest turn. A lower bound: no window slides, no block edges, and
-    documentation not counted. Token counts are the token budget's."""
-    from ima.core.tokens import count_tokens
-
-    if (record.get("settings") or {}).get("prompt_layout") != "shared":
-        return None
-    transcript = state.get("transcript") or []
-    shares = [t["context"] for t in transcript if "context" in t]  # a person's turn has none
-    turns = max(s["task"] for s in shares) if shares else 0
-    turns += sum(s["role"] + s["instruction"] + s["memory"] for s in shares)
-    turns += sum(t["tokens"] for t in transcript[:-1])  # the last turn is never read
-    updates, memory = 0, {}
-    for entry in state.get("memory_log") or []:
-        if entry.get("version"):
-            latest = transcript[entry["turn"] - 1]["content"]
-            updates += count_tokens(memory.get(entry["role"], "")) + count_tokens(latest)
-        memory[entry["role"]] = entry["text"]
-    return {"agent_turn": turns, "memory_update": updates}
-
-
-def measure(result: dict[str, Any]) -> dict[str, Any]:
-    """Every printed figure of one variant's run."""
-    from ima.evals.coverage import evidence_coverage
-    from ima.measures.content import content_metrics
-    from ima.measures.in_view import in_view_at_last_turn
-    from ima.measures.memory_quality import (
-        memory_prompt_sources,
-        repair_totals,
-        retention_by_agent,
-        retention_summary,
-    )
-    from ima.tasks import load_task
-
-    record, state = result["record"], result["state"]
-    task = load_task(record["task"]["id"])
-    log = state.get("memory_log") or []
-    templates = state.get("templates") or {}
-    sources = memory_prompt_sources(templates.values(), result["memory_prompts"])
-    retention = retention_summary(retention_by_agent(task, log, templates, sources))
-    final = state.get("final") or {}
-    design, spec = final.get("markdown", ""), final.get("spec")
-    content = content_metrics(
-        task,
-        design=design,
-        spec=spec,
-        turns=state.get("transcript") or [],
-        brief=state.get("brief"),
-        templates=templates,
-        memories=state.get("memories"),
-    )
-    at_cap, stored = answers_at_cap(record, log)
-    quality = content.get("design") or {}
-    hygiene = content.get("memory_hygiene") or {}
-    in_view = in_view_at_last_turn(task, state)
-    usage = record["usage"]
-    figures = {
-        "wall_seconds": record["wall_seconds"],
-        "turns": record["turns"],
-        "generated": usage["total"]["output_tokens"],
-        "evaluated": usage["total"]["input_tokens"] - usage["total"].get("cached_tokens", 0),
-        "cached": usage["total"].get("cached_tokens", 0),
-        "memory_updates": sum(1 for e in log if e.get("version")),
-        "answers_at_cap": at_cap,
-        "stored_cut_off": stored,
-        "repairs": repair_totals(log),
-        "retention_end": _pct(retention["end"]),
-        "retention_over_run": _pct(retention["over_run"]),
-        "own_retention_end": _pct(retention.get("own_end")),
-        "in_view_last_turn": _pct(in_view["mean"]),
-        "memory_parroting": _pct(retention["parroting"]),
-        "figures_in_design": len(content["grounding"]["in_design"]),
-        "figures_in_spec": len(content["grounding"]["in_spec"]),
-        "coverage": _pct(evidence_coverage(task, design, spec)["score"]),
-        "parroting_design": _pct(content["parroting"]["design"]),
-        "design_bytes": len(design.encode()),
-        "junk_lines": len(quality.get("junk_lines", [])),
-        "components_justified": quality.get("components_justified"),
-        "requirements_addressed": len(quality["addressed"]) if "addressed" in quality else None,
-        "requirements_open": len(quality["requirements_open"]) if "addressed" in quality else None,
-        "unit_errors": len(quality["unit_errors"]) if "addressed" in quality else None,
-        "figure_conflicts": len(content["grounding"]["conflicts"]),
-        "memory_restated_pairs": hygiene.get("restated_pairs"),
-        "memory_notes": hygiene.get("notes"),
-        "memory_foreign_script": hygiene.get("foreign_script"),
-        "consensus": int(record["status"] == "finalized"),
-        "design_missing": final.get("missing", []),
-        "status": record["status"],
-        "handoff": record.get("handoff", ""),
-    }
-    floor = evaluation_floor(record, state) or {}
-    figures["floor"] = sum(floor.values()) if floor else None
-    for kind in KINDS:
-        figures[f"floor {kind}"] = floor.get(kind)
-        u = usage["by_kind"].get(kind) or {}
-        figures[f"generated {kind}"] = u.get("output_tokens", 0)
-        figures[f"evaluated {kind}"] = u.get("input_tokens", 0) - u.get("cached_tokens", 0)
-        figures[f"cached {kind}"] = u.get("cached_tokens", 0)
-        figures[f"seconds {kind}"] = u.get("seconds", 0.0)
-    return figures
-
-
-def _pct(value: float | None) -> float | None:
-    return None if value is None else 100 * value
-
-
-Row = tuple[str, Callable[[dict[str, Any]], Any], str]
-
-
-def rows() -> list[Row]:
-    """Label, value, format of every printed row."""
-    out: list[Row] = [
-        ("wall time (s)", lambda f: f["wall_seconds"], ",.0f"),
-        ("  at the reference speed (s)", lambda f: f["reference_seconds"], ",.0f"),
-        ("machine: prompt tokens/s", lambda f: (f["speed"] or [None])[0], ",.0f"),
-        ("machine: generated tokens/s", lambda f: (f["speed"] or [None, None])[1], ",.1f"),
-        ("turns", lambda f: f["turns"], ",.0f"),
-        ("generated tokens", lambda f: f["generated"], ",.0f"),
-    ]
-    out += [(f"  {k}", lambda f, k=k: f[f"generated {k}"], ",.0f") for k in KINDS]
-    out += [("prompt tokens evaluated", lambda f: f["evaluated"], ",.0f")]
-    out += [(f"  {k}", lambda f, k=k: f[f"evaluated {k}"], ",.0f") for k in KINDS]
-    out += [("  floor (turns, memory updates)", lambda f: f["floor"], ",.0f")]
-    out += [(f"    {k}", lambda f, k=k: f[f"floor {k}"], ",.0f") for k in KINDS[:2]]
-    out += [("prompt tokens cached", lambda f: f["cached"], ",.0f")]
-    out += [(f"  {k}", lambda f, k=k: f[f"cached {k}"], ",.0f") for k in KINDS]
-    out += [(f"seconds {k}", lambda f, k=k: f[f"seconds {k}"], ",.0f") for k in KINDS]
-    out += [
-        ("memory updates", lambda f: f["memory_updates"], ",.0f"),
-        ("  answers at the output cap", lambda f: f["answers_at_cap"], ",.0f"),
-        ("  memories stored cut off", lambda f: f["stored_cut_off"], ",.0f"),
-        ("  sections carried over", lambda f: f["repairs"]["carried_sections"], ",.0f"),
-        ("  notes shortened", lambda f: f["repairs"]["shortened_notes"], ",.0f"),
-        ("  notes dropped", lambda f: f["repairs"]["dropped_notes"], ",.0f"),
-        ("  malformed edits", lambda f: f["repairs"]["malformed_edits"], ",.0f"),
-        ("  unusable answers", lambda f: f["repairs"]["unusable"], ",.0f"),
-        ("retention at the end (%)", lambda f: f["retention_end"], ",.1f"),
-        ("retention over the run (%)", lambda f: f["retention_over_run"], ",.1f"),
-        ("own items retained at the end (%)", lambda f: f["own_retention_end"], ",.1f"),
-        ("own items in view, last turn (%)", lambda f: f["in_view_last_turn"], ",.1f"),
-        ("memory parroting prompt (%)", lambda f: f["memory_parroting"], ",.1f"),
-        ("design: figures stated", lambda f: f["figures_in_design"], ",.0f"),
-        ("spec: figures stated", lambda f: f["figures_in_spec"], ",.0f"),
-        ("requirement coverage (%)", lambda f: f["coverage"], ",.1f"),
-        ("design parroting (%)", lambda f: f["parroting_design"], ",.1f"),
-        ("design.md bytes", lambda f: f["design_bytes"], ",.0f"),
-    ]
-    return out
-
-
-def table(names: list[str], figures: list[dict[str, Any]]) -> str:
-    """Values per variant (numbered), then each one's ratio to the first ("2/1")."""
-    width = max(14, *(len(n) + 5 for n in names))
-    head = f"{'':30}" + "".join(f"{f'{i}. {n}':>{width}}" for i, n in enumerate(names, 1))
-    head += "".join(f"{f'{i}/1':>8}" for i in range(2, len(names) + 1))
-    lines = [head]
-    for label, get, fmt in rows():
-        values = [get(f) for f in figures]
-        cells = "".join(f"{'n/a' if v is None else format(v, fmt):>{width}}" for v in values)
-        first = values[0]
-        for v in values[1:]:
-            ratio = v / first if first and v is not None else None
-            cells += f"{'' if ratio is None else f'{ratio:.2f}':>8}"
-        lines.append(f"{label:30}{cells}")
-    for key in ("status", "design_missing"):
-        lines.append(f"{key:30}" + "".join(f"{f[key]!s:>{width}}" for f in figures))
-    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:

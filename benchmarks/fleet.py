@@ -19,12 +19,14 @@ them (benchmarks/fleet_worker.py: the real command with a witness log):
 
 SQLite: a run killed with SIGKILL, then 10 `ima resume` of it at once: exactly one runs,
 the others are refused, and the result equals an uninterrupted run.
+
+What a batch stored is checked in benchmarks/fleet_checks.py; the printout and the verdicts
+are benchmarks/fleet_report.py.
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import random
@@ -33,18 +35,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import defaultdict
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from ima.core.state import memory_slots
+from benchmarks import fleet_checks
+from benchmarks.fleet_report import print_report, verdicts
 from ima.evals.jobs import queueing
 from ima.evals.shared import SharedEvaluation
 from ima.runs import leases
-from ima.runs.database import open_database, open_memory_hub
-from ima.runs.registry import RunRegistry
-from ima.runs.runner import load_state
+from ima.runs.database import open_database
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -66,15 +66,6 @@ def _popen(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Popen[
         stderr=subprocess.PIPE,
         text=True,
     )
-
-
-def _turns(db: Any, thread: str) -> list[dict[str, Any]]:
-    registry = RunRegistry(db)
-    try:
-        record = registry.find(thread)
-    finally:
-        registry.close()
-    return list(load_state(record, db).get("transcript", [])) if record else []
 
 
 # -- PostgreSQL: workers -------------------------------------------------------------------
@@ -138,7 +129,7 @@ def batch(
         "per_minute": round(jobs / seconds * 60, 2),
         "kills": killed,
         "stored": len(shared.keys()),
-        **_check(db, name),
+        **fleet_checks.check(db, name),
     }
 
 
@@ -206,7 +197,7 @@ def _kill_randomly(
             for h in leases.holders(db).values()
             if h.pid in live
             and h.thread_id.startswith(prefix)
-            and (turns := len(_turns(db, h.thread_id))) > 0
+            and (turns := len(fleet_checks.turns(db, h.thread_id))) > 0
         ]
         if not held:
             time.sleep(0.1)
@@ -221,129 +212,6 @@ def _kill_randomly(
     return killed
 
 
-def _check(db: Any, name: str) -> dict[str, Any]:
-    rows = SharedEvaluation(db, name).load()
-    found = queueing.progress(db, name)
-    counts = found["evaluations"].get(name, {})
-    duplicated = gaps = 0
-    transcripts: dict[str, list[tuple[str, str]]] = {}
-    for row in rows:
-        turns = _turns(db, row["thread_id"])
-        index = [t["index"] for t in turns]
-        duplicated += len(index) - len(set(index))
-        gaps += max(index, default=0) - len(set(index))
-        transcripts[row["key"]] = [(t["speaker"], t["content"]) for t in turns]
-    return {
-        "results": len(rows),
-        "done": counts.get("done", 0),
-        "failed": counts.get("failed", 0),
-        "errors": [f["error"] for f in found["failures"]],
-        "duplicated_turns": duplicated,
-        "gaps": gaps,
-        "attempts": _attempts(db, name),
-        **_witness(db, name),
-        **_long_term(db, name, rows),
-        "_transcripts": transcripts,
-    }
-
-
-def _attempts(db: Any, name: str) -> dict[str, int]:
-    """From procrastinate's job table: jobs started more than once (a kill, then the
-    retry that resumed them), and all job starts."""
-    with db.session() as sql:
-        rows = sql.all(
-            "SELECT attempts FROM procrastinate_jobs WHERE queue_name = %s",
-            (queueing.queue_of(name),),
-        )
-    return {
-        "jobs_started_again": sum(1 for r in rows if r["attempts"] > 1),
-        "job_starts": sum(r["attempts"] for r in rows),
-    }
-
-
-def _witness(db: Any, name: str) -> dict[str, Any]:
-    """From the activity log: conversations two jobs advanced at overlapping times, results
-    written twice, and turns done again after a kill (the step a killed job had not
-    saved)."""
-    prefix = name + "--"
-    with db.session() as sql:
-        rows = sql.all(
-            "SELECT thread_id, who, turn, at FROM bench_activity WHERE thread_id LIKE %s",
-            (prefix + "%",),
-        )
-        writes = sql.all(
-            "SELECT key, COUNT(*) AS n FROM bench_results WHERE eval = %s AND written GROUP BY key",
-            (name,),
-        )
-    spans: dict[str, dict[str, list[float]]] = defaultdict(dict)
-    turns_by: dict[tuple[str, int], set[str]] = defaultdict(set)
-    for r in rows:
-        span = spans[r["thread_id"]].setdefault(r["who"], [r["at"], r["at"]])
-        span[0], span[1] = min(span[0], r["at"]), max(span[1], r["at"])
-        turns_by[(r["thread_id"], r["turn"])].add(r["who"])
-    overlapping = 0
-    for by_job in spans.values():
-        ordered = sorted(by_job.values())
-        overlapping += any(b[0] < a[1] for a, b in itertools.pairwise(ordered))
-    return {
-        "run_twice_at_once": overlapping,
-        "results_written_twice": sum(r["n"] - 1 for r in writes),
-        "jobs_per_conversation": max((len(p) for p in spans.values()), default=0),
-        "turns_redone_after_kill": sum(1 for who in turns_by.values() if len(who) > 1),
-    }
-
-
-def _long_term(db: Any, name: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Every finished intrinsic run supports the common lesson and its seed's lesson in
-    the private memory of each role whose final memory holds them, and in the shared
-    memory when enough roles do: count the supports that are missing."""
-    from benchmarks.fleet_worker import COMMON_LESSON, seed_lesson
-
-    expected: set[tuple[str, str, str]] = set()
-    found: set[tuple[str, str, str]] = set()
-    broken_chains = 0
-    with open_memory_hub(db.url, name) as hub:
-        for row in rows:
-            if row["condition"]["memory_mode"] != "intrinsic":
-                continue
-            memories = memory_slots(load_state_of(db, row["thread_id"]))
-            for lesson in (COMMON_LESSON, seed_lesson(row["condition"]["seed"])):
-                holders = [r for r, m in memories.items() if lesson in m["text"]]
-                expected.update((f"private:{r}", lesson, row["thread_id"]) for r in holders)
-                if len(holders) >= hub.policies.limits.shared_min_agents:
-                    expected.add(("shared", lesson, row["thread_id"]))
-        scopes = hub.scopes()
-        for scope in scopes:
-            for item in hub.read(scope).items.values():
-                found.update((_label(scope), item.text, support.thread) for support in item.support)
-            revs = [r.rev for r in hub._log.history(_ns(hub, scope), "doc")]
-            broken_chains += revs != list(range(1, len(revs) + 1))
-    return {
-        "long_term_updates": len(expected),
-        "long_term_lost": len(expected - found),
-        "long_term_scopes": len(scopes),
-        "revision_chain_breaks": broken_chains,
-    }
-
-
-def _label(scope: Any) -> str:
-    return "shared" if scope.kind == "shared" else f"private:{scope.token}"
-
-
-def load_state_of(db: Any, thread: str) -> dict[str, Any]:
-    registry = RunRegistry(db)
-    try:
-        return load_state(registry.get(thread), db)
-    finally:
-        registry.close()
-
-
-def _ns(hub: Any, scope: Any) -> tuple[str, ...]:
-    from ima.longterm.namespaces import namespace
-
-    return namespace(hub.principal, scope)
-
-
 # -- SQLite: resumes racing ----------------------------------------------------------------
 
 
@@ -355,11 +223,11 @@ def sqlite_resumes(workdir: Path, resumes: int = 10, delay: float = 0.05) -> dic
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         time.sleep(0.1)
-        if Path(db).exists() and len(_turns(db, "t")) >= 8:
+        if Path(db).exists() and len(fleet_checks.turns(db, "t")) >= 8:
             break
     victim.send_signal(signal.SIGKILL)
     victim.wait()
-    killed_at = len(_turns(db, "t"))
+    killed_at = len(fleet_checks.turns(db, "t"))
     procs = [
         _popen(["ima", "resume", "t", "--db", db, "--json"], workdir, env) for _ in range(resumes)
     ]
@@ -371,7 +239,7 @@ def sqlite_resumes(workdir: Path, resumes: int = 10, delay: float = 0.05) -> dic
     reference.communicate(timeout=600)
 
     def shown(thread: str) -> list[tuple[int, str, str]]:
-        return [(t["index"], t["speaker"], t["content"]) for t in _turns(db, thread)]
+        return [(t["index"], t["speaker"], t["content"]) for t in fleet_checks.turns(db, thread)]
 
     return {
         "resumes": resumes,
@@ -391,9 +259,6 @@ def sqlite_resumes(workdir: Path, resumes: int = 10, delay: float = 0.05) -> dic
 
 def _refused(err: str) -> bool:
     return "is being run by" in err or "already ended" in err
-
-
-# -- report --------------------------------------------------------------------------------
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -439,82 +304,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             figures["speedup"] = round(scaling[0]["seconds"] / figures["seconds"], 2)
         sqlite = sqlite_resumes(workdir, args.resumes)
     return {"scaling": scaling, "kills": fault, "sqlite_resumes": sqlite}
-
-
-def verdicts(figures: dict[str, Any], kills: int) -> list[tuple[str, bool]]:
-    fault, race = figures["kills"], figures["sqlite_resumes"]
-    checks = [
-        (
-            f"{kills} kills landed mid-job",
-            len(fault["kills"]) == kills,
-        ),
-        (
-            f"every job's result once: {fault['jobs']} results, {fault['jobs']} jobs done",
-            fault["results"] == fault["done"] == fault["jobs"],
-        ),
-        ("0 duplicated turns", fault["duplicated_turns"] == 0),
-        ("0 gaps", fault["gaps"] == 0),
-        ("0 jobs run twice at once", fault["run_twice_at_once"] == 0),
-        ("0 results written twice", fault["results_written_twice"] == 0),
-        ("0 lost long-term supports", fault["long_term_lost"] == 0),
-        ("transcripts equal the uninterrupted ones", fault["differ_from_uninterrupted"] == 0),
-        ("SQLite: exactly one resume runs", race["ran"] == 1 and race["other_outcomes"] == 0),
-        ("SQLite: result equals an uninterrupted run", race["equals_uninterrupted"]),
-    ]
-    for f in figures["scaling"]:
-        ok = f["results"] == f["jobs"] and f["duplicated_turns"] == 0
-        checks.append((f"{_setup(f)}: every job stored once", ok))
-    return checks
-
-
-def _setup(f: dict[str, Any]) -> str:
-    return f"{f['workers']} worker(s) x concurrency {f['concurrency']}"
-
-
-def print_report(figures: dict[str, Any], kills: int) -> None:
-    print("PostgreSQL: procrastinate workers (scripted model, long-term memory on)")
-    for f in figures["scaling"]:
-        print(
-            f"  {_setup(f):28} {f['jobs']} jobs in {f['seconds']:6.1f} s "
-            f"({f['per_minute']:5.1f}/min) · {f['speedup']:.2f}x one worker"
-        )
-    fault = figures["kills"]
-    print(
-        f"  {_setup(fault)}, {len(fault['kills'])} SIGKILLs: {fault['jobs']} jobs in "
-        f"{fault['seconds']:.1f} s; killed at turns "
-        f"{', '.join(str(k['at_turn']) for k in fault['kills'])}"
-    )
-    print(
-        f"  results {fault['results']}/{fault['jobs']} · done {fault['done']} · failed "
-        f"{fault['failed']} · duplicated turns {fault['duplicated_turns']} · gaps "
-        f"{fault['gaps']} · run twice at once {fault['run_twice_at_once']} · results written "
-        f"twice {fault['results_written_twice']} · transcripts differing from the "
-        f"uninterrupted batch {fault['differ_from_uninterrupted']}"
-    )
-    for error in sorted(set(fault.get("errors", []))):
-        print(f"  failed job: {error}")
-    print(
-        f"  jobs started again after a kill {fault['attempts']['jobs_started_again']} "
-        f"({fault['attempts']['job_starts']} starts in all); turns redone (a step the killed "
-        f"job had not saved) {fault['turns_redone_after_kill']}"
-    )
-    print(
-        f"  long-term memory: {fault['long_term_updates']} expected supports in "
-        f"{fault['long_term_scopes']} scopes, lost {fault['long_term_lost']}, revision chain "
-        f"breaks {fault['revision_chain_breaks']}"
-    )
-    race = figures["sqlite_resumes"]
-    print(
-        f"SQLite: {race['resumes']} `ima resume` at once of a run killed at turn {race['killed_at_turn']}"
-    )
-    print(
-        f"  ran {race['ran']} · refused {race['refused']} · other {race['other_outcomes']} · "
-        f"equals the uninterrupted run: {race['equals_uninterrupted']} ({race['turns']} turns)"
-    )
-    for said in race["other_said"]:
-        print(f"  other: {said}")
-    for label, ok in verdicts(figures, kills):
-        print(f"{'PASS' if ok else 'FAIL'}  {label}")
 
 
 def main(argv: list[str] | None = None) -> int:

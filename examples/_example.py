@@ -1,11 +1,12 @@
 """What the examples share, not an example itself: their command line (a model as
 `ima run --model` takes it, the tokens each agent sees), sending requests one by one, and
-printing each agent's memory."""
+printing each agent's memory; `run_requests` is the whole `main` of the examples that answer
+a list of requests on one thread."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -48,3 +49,24 @@ def ask_each(graph: Any, requests: Sequence[str], config: dict[str, Any]) -> Non
 def print_memories(values: Mapping[str, Any]) -> None:
     for agent, record in (values.get("intrinsic_memory") or {}).items():
         print(f"{agent}'s memory (version {record['version']}):\n{record['text']}\n")
+
+
+def run_requests(
+    doc: str,
+    budget: str,
+    build: Callable[[BaseChatModel, int], Any],
+    requests: Sequence[str],
+    thread_id: str,
+    recursion_limit: int,
+) -> None:
+    """Parse the command line (plus --requests), build the graph, send the requests on one
+    thread, then print each agent's memory."""
+    made = parser(doc, budget)
+    made.add_argument(
+        "--requests", type=int, default=len(requests), help="how many of the requests to send"
+    )
+    args = made.parse_args()
+    graph = build(chat_model(args.model), args.budget)
+    config = {"configurable": {"thread_id": thread_id}, "recursion_limit": recursion_limit}
+    ask_each(graph, requests[: args.requests], config)
+    print_memories(graph.get_state(config).values)

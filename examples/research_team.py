@@ -59,15 +59,9 @@ def build(model: BaseChatModel, token_budget: int = 1024):
 
 
 def main() -> None:
-    parser = example.parser(__doc__, "tokens each worker sees")
-    parser.add_argument(
-        "--requests", type=int, default=len(REQUESTS), help="how many of the requests to send"
+    example.run_requests(
+        __doc__, "tokens each worker sees", build, REQUESTS, "research", recursion_limit=16
     )
-    args = parser.parse_args()
-    team = build(example.chat_model(args.model), args.budget)
-    config = {"configurable": {"thread_id": "research"}, "recursion_limit": 16}
-    example.ask_each(team, REQUESTS[: args.requests], config)
-    example.print_memories(team.get_state(config).values)
 
 
 if __name__ == "__main__":

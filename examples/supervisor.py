@@ -61,15 +61,9 @@ def build(model: BaseChatModel, token_budget: int = 1024):
 
 
 def main() -> None:
-    parser = example.parser(__doc__, "tokens each subagent sees")
-    parser.add_argument(
-        "--requests", type=int, default=len(REQUESTS), help="how many of the requests to send"
+    example.run_requests(
+        __doc__, "tokens each subagent sees", build, REQUESTS, "trip", recursion_limit=12
     )
-    args = parser.parse_args()
-    supervisor = build(example.chat_model(args.model), args.budget)
-    config = {"configurable": {"thread_id": "trip"}, "recursion_limit": 12}
-    example.ask_each(supervisor, REQUESTS[: args.requests], config)
-    example.print_memories(supervisor.get_state(config).values)
 
 
 if __name__ == "__main__":

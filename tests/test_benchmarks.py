@@ -155,7 +155,7 @@ def test_embedded_run_scales_wall_time_to_the_reference_speed():
 
 
 def test_embedded_run_floor_counts_what_no_prefix_cache_can_avoid():
-    from benchmarks.embedded_run import evaluation_floor
+    from benchmarks.embedded_measures import evaluation_floor
     from ima.core.tokens import count_tokens
 
     def turn(index: int, speaker: str, content: str) -> dict:

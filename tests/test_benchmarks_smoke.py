@@ -174,7 +174,8 @@ def test_benchmark_smoke_tables_show_the_measured_rows(benchmark):
 def test_embedded_run_compares_variants_on_their_own_code(tmp_path):
     """`benchmarks.embedded_run` (here on the scripted model): every variant runs in its own
     process, the "today" variant on the old commit's code, and each printed row is measured."""
-    from benchmarks.embedded_run import KINDS, VARIANTS
+    from benchmarks.embedded_measures import KINDS
+    from benchmarks.embedded_run import VARIANTS
 
     old = next(v.commit for v in VARIANTS if v.commit)
     known = subprocess.run(["git", "cat-file", "-e", f"{old}^{{commit}}"], cwd=ROOT, check=False)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks import fleet
+from benchmarks import fleet, fleet_checks
 from ima.runs.database import open_database
 
 
@@ -43,7 +43,7 @@ def test_the_witness_sees_two_jobs_in_one_conversation_and_a_result_written_twic
             sql.execute("INSERT INTO bench_activity VALUES (%s, %s, %s, %s)", row)
         for written in (True, True, False):
             sql.execute("INSERT INTO bench_results VALUES ('e', 'k', '1:1', %s)", (written,))
-    found = fleet._witness(db, "e")
+    found = fleet_checks.witness(db, "e")
     assert found["run_twice_at_once"] == 1
     assert found["turns_redone_after_kill"] == 1  # turn 1 of e--b by both
     assert found["results_written_twice"] == 1

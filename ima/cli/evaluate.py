@@ -10,38 +10,28 @@ whose callback is the evaluation itself (run when no sub-command follows), so `i
 
 from __future__ import annotations
 
-import os
 import shlex
 import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
-from rich.text import Text
 
 from ima.cli.calibrate import calibrate_command
-from ima.cli.display import job_progress
-from ima.cli.errors import Interrupted
+from ima.cli.eval_jobs import enqueue, run_here
+from ima.cli.eval_report import console, err, report, report_only, shared_database
 from ima.cli.options import JudgeAttemptsOpt, TaskOpt
 from ima.cli.settings_options import setting_option
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
-from ima.evals.bench.plan import is_bench
-from ima.evals.calibration import find_calibration
-from ima.evals.content_runs import fill_content
 from ima.evals.jobs import queueing
 from ima.evals.jobs.local import check_concurrency
-from ima.evals.judge import METRICS
-from ima.evals.report import write_report
-from ima.evals.runner import EvalPlan, Evaluation, Event, plan_from_config
+from ima.evals.plan import EvalPlan
+from ima.evals.runner import Evaluation
 from ima.evals.shared import SharedEvaluation, eval_name, in_order
-from ima.evals.store import ResultsStore
-from ima.evals.terminal import print_report
 from ima.models import agent_model, describe_model, load_chat_model
-from ima.runs.database import Database, PostgresDatabase, open_database
-from ima.storage.targets import is_url
+from ima.runs.database import PostgresDatabase
 from ima.tasks import load_task
 
 # Agents sample at this temperature in an evaluation: at 0 a run ignores its seed, so ten
@@ -51,8 +41,6 @@ EVAL_TEMPERATURE = 0.7
 ModelOpt = setting_option("model")
 MemoryModelOpt = setting_option("memory_model")
 TurnCapOpt = setting_option("turn_cap")
-console = Console()
-err = Console(stderr=True)
 
 
 def _split(text: str | None, convert: Any, what: str) -> tuple[Any, ...] | None:
@@ -66,97 +54,6 @@ def _split(text: str | None, convert: Any, what: str) -> tuple[Any, ...] | None:
     if not values:
         raise UserError(f"empty {what} list: give at least one value")
     return values
-
-
-def _row_line(row: dict[str, Any]) -> str:
-    tokens = (row.get("usage") or {}).get("total") or {}
-    cov = row.get("coverage") or {}
-    verdict = row.get("judge") or {}
-    judged = (
-        "/".join(str(verdict["scores"][m]) for m in METRICS)
-        if verdict.get("status") == "ok"
-        else f"[red]judge failed[/red] ({escape(str(verdict.get('error', '')))})"
-    )
-    coverage = (
-        f"{len(cov.get('covered', []))}/{cov.get('checked', 0)}" if cov.get("checked") else "n/a"
-    )
-    return (
-        f"{row['status']} · {row['turns']} turns · "
-        f"{tokens.get('input_tokens', 0) + tokens.get('output_tokens', 0):,} tokens · "
-        f"{row['wall_seconds']:.0f}s · coverage {coverage} · judge {judged}"
-    )
-
-
-def _report(
-    directory: Path,
-    rows: list[dict[str, Any]],
-    config: dict[str, Any] | None,
-    calibration_file: Path | None,
-) -> None:
-    """report.md and plots, with content metrics filled in for older runs and the judge's
-    calibration when one exists for the evaluation's judge model."""
-    rows = fill_content(directory, rows, ((config or {}).get("task") or {}).get("ref"))
-    judge_model = ((config or {}).get("judge") or {}).get("model")
-    calibration, note = find_calibration(directory, judge_model, calibration_file)
-    made = write_report(directory, rows, config, calibration, note)
-    print_report(console, rows, calibration, note)
-    _print_outputs(made)
-
-
-def _shared_database(db: str | None) -> Database | None:
-    """The evaluation's database: --db, or IMA_DB when it is a postgresql:// URL (a local
-    evaluation keeps its own SQLite file in its directory, as always). PostgreSQL: with
-    procrastinate's tables of this version, applied on first use."""
-    if db:
-        database = open_database(db)
-    elif is_url(os.environ.get("IMA_DB", "")):
-        database = open_database(None)
-    else:
-        return None
-    if isinstance(database, PostgresDatabase):
-        queueing.engine_database(database)
-    return database
-
-
-def report_only(
-    directory: Path, calibration_file: Path | None = None, db: str | None = None
-) -> None:
-    database = _shared_database(db)
-    store: ResultsStore | SharedEvaluation
-    if database is not None:
-        store = SharedEvaluation(database, eval_name(str(directory)))
-        config = store.read_config()
-        if config is None:
-            raise UserError(
-                f"no evaluation {store.name} in {database.label}: see `ima eval status`"
-            )
-        if is_bench(config):
-            raise UserError(
-                f"{store.name} is a {config['kind']} benchmark: report it with `ima bench "
-                f"{config['kind']} --report-only --out {directory} --db {database.label}`"
-            )
-    else:
-        store = ResultsStore(directory)
-        if not store.path.exists():
-            raise UserError(f"no {store.path}: run `ima eval --out {directory}` first")
-    rows = store.load()
-    config = store.read_config()
-    if isinstance(store, SharedEvaluation) and config is not None:
-        rows = in_order(rows, [r.key for r in plan_from_config(config).runs()])
-    if store.skipped_lines:
-        err.print(
-            f"[yellow]note:[/yellow] ignored {store.skipped_lines} unreadable line(s) in "
-            f"{escape(str(store.path))}"
-        )
-    if not rows:
-        raise UserError(f"{store.path} holds no finished runs yet")
-    _report(directory, rows, config, calibration_file)
-
-
-def _print_outputs(made: dict[str, Any]) -> None:
-    console.print(f"report: {made['report']}", highlight=False)
-    for path in made["plots"]:
-        console.print(f"plot: {path}", highlight=False)
 
 
 def eval_command(
@@ -308,7 +205,7 @@ def eval_command(
     )
     models = [settings.model, settings.memory_model or settings.model, plan.judge_model]
     workers = check_concurrency(concurrency, models)
-    database = _shared_database(db)
+    database = shared_database(db)
     shared = SharedEvaluation(database, eval_name(str(directory))) if database else None
     if isinstance(database, PostgresDatabase) and shared is not None:
         queueing.refuse_cancelled(database, shared.name)
@@ -327,14 +224,14 @@ def eval_command(
         f"judge: {describe_model(judge)} · temperature 0 · seed {judge_seed}", highlight=False
     )
     if isinstance(database, PostgresDatabase) and shared is not None:
-        _enqueue(evaluation, database, shared, len(done), todo, retries)
+        enqueue(evaluation, database, shared, len(done), todo, retries)
         return
     if done:
         console.print(f"resuming: {len(done)} of {len(done) + len(todo)} runs already stored")
-    errors = _run(evaluation, len(done), len(done) + len(todo), settings.turn_cap, workers)
+    errors = run_here(evaluation, len(done), len(done) + len(todo), settings.turn_cap, workers)
     rows = in_order(evaluation.store.load(), [r.key for r in plan.runs()])
     if rows:
-        _report(directory, rows, evaluation.store.read_config(), calibration_file)
+        report(directory, rows, evaluation.store.read_config(), calibration_file)
     if errors:
         err.print(
             f"[red]{errors} run(s) failed[/red] (see above); run the same command again to "
@@ -362,75 +259,3 @@ def _no_options_before(ctx: typer.Context) -> None:
 eval_app = typer.Typer(no_args_is_help=False)
 eval_app.callback(invoke_without_command=True)(eval_command)
 eval_app.command("calibrate")(calibrate_command)
-
-
-def _enqueue(
-    evaluation: Evaluation,
-    database: PostgresDatabase,
-    shared: SharedEvaluation,
-    done: int,
-    todo: list,
-    retries: int | None,
-) -> None:
-    planned = [queueing.Planned(r.key, evaluation.thread_id(r)) for r in todo]
-    counts = queueing.enqueue(database, shared.name, queueing.EVAL_TASK, planned, retries)
-    target = database.label
-    console.print(
-        f"queued in {escape(target)} as evaluation [bold]{escape(shared.name)}[/bold]: "
-        f"{done} stored · {counts['queued']} queued · {counts['running']} running · "
-        f"{counts['failed']} failed",
-        highlight=False,
-    )
-    # Commands that work as printed: the --out as given (an absolute one stays absolute,
-    # and names the same evaluation).
-    report = shlex.join(["ima", "eval", "--report-only", str(evaluation.directory), "--db", target])
-    console.print(
-        Text(
-            f"start workers (any machine): {shlex.join(['ima', 'worker', '--db', target])}\n"
-            f"watch: {shlex.join(['ima', 'eval', 'status', '--db', target])}\n"
-            f"report: {report}"
-        ),
-        soft_wrap=True,  # never broken across lines: they are meant to be copied
-    )
-
-
-def _run(evaluation: Evaluation, done: int, total: int, cap: int, concurrency: int) -> int:
-    errors = 0
-    progress = job_progress(console, "eval", "runs")
-
-    def notify(event: Event) -> None:
-        nonlocal errors
-        label = event.run.label
-        if event.kind == "start":
-            doing = "resuming" if event.detail.get("resumed") else "starting"
-            progress.doing = f"{label}: {doing}"
-        elif event.kind == "turn":
-            turn = event.detail["turn"]
-            where = "writing the design" if turn is None else f"turn {turn}/{cap}"
-            progress.doing = f"{label}: {where} · {event.detail['tokens']:,} tokens"
-        elif event.kind == "judge":
-            progress.doing = f"{label}: judging the design"
-        elif event.kind == "done":
-            progress.console.print(
-                f"[green]✓[/green] {label}: {_row_line(event.detail['row'])}", highlight=False
-            )
-            progress.advance(bar)
-            progress.doing = ""
-        elif event.kind == "error":
-            errors += 1
-            progress.console.print(
-                f"[red]✗[/red] {label}: {escape(event.detail['error'])}", highlight=False
-            )
-
-    with progress:
-        bar = progress.add_task("eval", total=total, completed=done)
-        try:
-            evaluation.run_all(notify, concurrency)
-        except KeyboardInterrupt:
-            progress.stop()
-            stored = len(evaluation.store.load())
-            raise Interrupted(
-                f"interrupted: {stored} runs are stored in {evaluation.store.path}; run the same "
-                f"command again to resume, or `ima eval --report-only {evaluation.directory}`"
-            ) from None
-    return errors

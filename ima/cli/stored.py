@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from ima.cli import display
+from ima.cli import display, measures_display
 from ima.cli.errors import err
 from ima.cli.options import DbOpt, JsonOpt, ThreadArg
 from ima.core.errors import UserError
@@ -108,10 +108,10 @@ def show(
     else:
         console.print(display.show_view(record, values))
         if memory["repairs"]["updates"]:
-            console.print(display.memory_table(memory))
+            console.print(measures_display.memory_table(memory))
         if metrics["in_view"]["agents"]:
-            console.print(display.in_view_table(metrics["in_view"]))
-        console.print(display.content_table(content))
+            console.print(measures_display.in_view_table(metrics["in_view"]))
+        console.print(measures_display.content_table(content))
 
 
 def view_run(

@@ -19,14 +19,14 @@ from rich.text import Text
 
 from ima.cli.bench import episode_line
 from ima.cli.errors import Interrupted
-from ima.cli.evaluate import _row_line
+from ima.cli.eval_jobs import row_line
 from ima.cli.options import JsonOpt, SharedDbOpt
 from ima.core.errors import UserError
 from ima.evals.bench.plan import is_bench
 from ima.evals.bench.plan import plan_from_config as bench_plan
 from ima.evals.jobs import engine, queueing, tasks
 from ima.evals.jobs.settings import job_settings
-from ima.evals.runner import plan_from_config
+from ima.evals.plan import plan_from_config
 from ima.evals.shared import SharedEvaluation, eval_name, evaluation_names, thread_prefix
 from ima.runs.database import PostgresDatabase, open_database
 
@@ -105,7 +105,7 @@ def worker_command(
             line = (
                 ""
                 if row is None
-                else ": " + (episode_line(row) if is_bench(row) else _row_line(row))
+                else ": " + (episode_line(row) if is_bench(row) else row_line(row))
             )
             console.print(f"[green]✓[/green] {where}{line}", highlight=False)
         elif kind == "failed":

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Mapping
 from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 M = TypeVar("M", bound=BaseModel)
+V = TypeVar("V")
 
 
 class UserError(ValueError):
@@ -18,12 +19,14 @@ class UserError(ValueError):
     """
 
 
-def unknown(what: str, name: str, known: Iterable[str], listed_by: str) -> UserError:
-    """The error for a name that is not among `known`: the closest names, or where they
-    are listed ("unknown PDDL problem 'x': did you mean ...?")."""
+def named(what: str, name: str, known: Mapping[str, V], listed_by: str) -> V:
+    """`known[name]`; a name that is not there is a UserError with the closest names, or
+    where they are listed ("unknown PDDL problem 'x': did you mean ...?")."""
+    if name in known:
+        return known[name]
     close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
     hint = f"did you mean {', '.join(close)}?" if close else f"{listed_by} lists them"
-    return UserError(f"unknown {what} {name!r}: {hint}")
+    raise UserError(f"unknown {what} {name!r}: {hint}")
 
 
 def validated(model: type[M], raw: object, where: str, whole: str) -> M:

@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ima.core.errors import UserError, unknown
+from ima.core.errors import UserError, named
 from ima.environments.base import EnvTask, step_limit_for
 
 TASKS_DIR = Path(__file__).parent / "tasks"
@@ -105,10 +105,7 @@ def list_tasks(environment: str | None = None) -> list[EnvTask]:
 def get_task(task_id: str) -> EnvTask:
     """A bundled task by id, e.g. 'babyai-gotolocal-s1'; an unknown id is a UserError that
     suggests the closest ids."""
-    tasks = _tasks()
-    if task_id in tasks:
-        return tasks[task_id]
-    raise unknown("text-environment task", task_id, tasks, "ima.environments.list_tasks()")
+    return named("text-environment task", task_id, _tasks(), "ima.environments.list_tasks()")
 
 
 def task_of(task: EnvTask | str, environment: str, title: str) -> EnvTask:

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 from ima.core.state import add_call_usage, zero_usage
 from ima.evals.judge import specification_section
 from ima.measures.design_quality import own_text
-from ima.models.structured import AnswerError, ask_structured, extract_json, prompt_parts
+from ima.models.structured import AnswerError, ask_prompt_file, extract_json
 from ima.tasks import Task
 from ima.tasks.evidence import matched_keywords, normalise
 
@@ -139,18 +139,10 @@ def llm_coverage(
         if not markdown.strip():
             details[req.id] = {"addressed": False, "evidence": "", "attempts": 0, "error": ""}
             continue
-        prompt, retry = prompt_parts(
-            "requirement_check",
-            design=markdown.strip(),
-            specification=specification_section(specification),
-            requirement=f"{req.id}: {' '.join(req.text.split())}",
-            schema=json.dumps(schema, indent=2),
-        )
-        outcome = ask_structured(
+        _, outcome = ask_prompt_file(
             model,
+            "requirement_check",
             schema,
-            prompt,
-            retry,
             parse_check,
             {
                 "ima_kind": "requirement_check",
@@ -159,6 +151,9 @@ def llm_coverage(
                 "ima_requirement": req.id,
             },
             max_attempts,
+            design=markdown.strip(),
+            specification=specification_section(specification),
+            requirement=f"{req.id}: {' '.join(req.text.split())}",
         )
         usage = add_call_usage(usage, outcome.usage)
         check: RequirementCheck | None = outcome.value

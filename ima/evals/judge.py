@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from ima import prompts
 from ima.core.state import CallUsage
 from ima.measures.design_quality import is_structured
-from ima.models.structured import AnswerError, ask_structured, extract_json, prompt_parts
+from ima.models.structured import AnswerError, ask_prompt_file, extract_json
 
 METRICS = ("scalability", "reliability", "usability", "cost_effectiveness", "documentation")
 LABELS = {
@@ -216,21 +216,16 @@ def judge_design(
     if not design.strip():
         return failed_verdict("the run produced no design to judge")
     schema = verdict_schema()
-    prompt, retry = prompt_parts(
-        "judge",
-        brief=brief.strip(),
-        design=design.strip(),
-        specification=specification_section(specification),
-        schema=json.dumps(schema, indent=2),
-    )
-    outcome = ask_structured(
+    prompt, outcome = ask_prompt_file(
         model,
+        "judge",
         schema,
-        prompt,
-        retry,
         parse_verdict,
         {"ima_kind": "judge", "ima_role": "judge", "ima_subject": subject},
         max_attempts,
+        brief=brief.strip(),
+        design=design.strip(),
+        specification=specification_section(specification),
     )
     verdict: JudgeVerdict | None = outcome.value
     if verdict is None:

@@ -1,6 +1,9 @@
 """The memory hub: the only way to long-term memory. It owns namespace construction (from
 its principal, never from a caller's argument), the conditional-write loop, the screen on
-every write, the scope re-check on every read, and the audit trail of corrections."""
+every write, the scope re-check on every read, and the audit trail of corrections.
+
+One class in one file of about 400 lines on purpose: every read and write goes through these
+checks; spread over modules, a path that skips one of them would be easy to add unseen."""
 
 from __future__ import annotations
 

@@ -10,6 +10,9 @@ token depend on the batch it was evaluated in, so reusing a cached prefix of arb
 length can flip a greedy near-tie. Prompts are therefore evaluated in ``BLOCK``-token
 batches at positions that are multiples of ``BLOCK``, and reuse stops at such a boundary:
 every prompt token is computed exactly as in a fresh evaluation.
+
+One file of about 500 lines on purpose: the engine's block-aligned cache reuse and the chat
+model whose calls rely on it (streams, saved states, token counts) change together.
 """
 
 from __future__ import annotations

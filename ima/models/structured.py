@@ -132,3 +132,18 @@ def ask_structured(
             HumanMessage(retry_prompt(outcome.error)),
         ]
     return outcome
+
+
+def ask_prompt_file(
+    model: BaseChatModel,
+    name: str,
+    json_schema: dict[str, Any],
+    parse: Callable[[str], T],
+    metadata: dict[str, Any],
+    max_attempts: int = 3,
+    **fields: object,
+) -> tuple[str, Outcome]:
+    """`ask_structured` with the prompt file `name`, its fields filled and `{schema}` the
+    JSON Schema shown to the model; the prompt asked, and the outcome."""
+    prompt, retry = prompt_parts(name, **fields, schema=json.dumps(json_schema, indent=2))
+    return prompt, ask_structured(model, json_schema, prompt, retry, parse, metadata, max_attempts)

@@ -15,7 +15,7 @@ from typing import TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ima.core.errors import UserError, unknown, validated
+from ima.core.errors import UserError, named, validated
 
 PROBLEMS_DIR = Path(__file__).parent / "problems"
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -160,7 +160,5 @@ def list_problems(domain: str | None = None) -> list[Problem]:
 def get_problem(problem_id: str) -> Problem:
     """A bundled problem by id, e.g. 'blocksworld-03'; an unknown id is a UserError that
     suggests the closest ids."""
-    problems = _problems()
-    if problem_id in problems:
-        return problems[problem_id]
-    raise unknown("PDDL problem", problem_id, problems, "ima.environments.pddl.list_problems()")
+    listed_by = "ima.environments.pddl.list_problems()"
+    return named("PDDL problem", problem_id, _problems(), listed_by)

@@ -38,7 +38,8 @@ from ima.evals.jobs.queueing import (
     defer_from_job,
     record_failure,
 )
-from ima.evals.runner import Evaluation, Event, plan_from_config
+from ima.evals.plan import plan_from_config
+from ima.evals.runner import Evaluation, Event
 from ima.evals.shared import SharedEvaluation
 from ima.runs.database import Database, open_database
 from ima.runs.leases import LeaseLost
