@@ -31,6 +31,7 @@ MemoryMode = Literal["intrinsic", "none"]
 MemoryPromptLayout = Literal["lean", "full"]
 MemoryUpdateMode = Literal["rewrite", "edit"]
 PromptLayout = Literal["paper", "shared"]
+EmbeddedWeights = Literal["q4_0", "q4_k_m"]
 MEMORY_MODES: tuple[MemoryMode, ...] = ("intrinsic", "none")
 DEFAULT_MODEL = "embedded"
 CONFIG_FILE = "ima.toml"
@@ -39,6 +40,11 @@ CONFIG_FILE = "ima.toml"
 # meeting then ends by consensus within its token targets. The library keeps its smaller
 # default: the sweep measured this meeting only.
 MEETING_MEMORY_TOKENS = 512
+# The embedded model's weights unless a run names others. q4_0 is made once from the bundled
+# q4_k_m on first use: on AVX2 CPUs llama.cpp repacks Q4_0 at load time and runs it 1.28x
+# faster on prompts and 1.44x on generation (K-quants have no such path); requantizing costs
+# some quality, measured in benchmarks/README.md ("Weights").
+DEFAULT_WEIGHTS: EmbeddedWeights = "q4_0"
 
 
 def config_path() -> Path:
@@ -96,6 +102,11 @@ class RunContext(BaseSettings):
     )
     memory_model: str = Field(
         "", description="Model for memory updates; empty means the agents' model."
+    )
+    weights: EmbeddedWeights = Field(
+        DEFAULT_WEIGHTS,
+        description="Weights of the embedded model: q4_0 (made from the bundled file once, on "
+        "first use; faster on CPUs) or q4_k_m (the bundled file). gguf:PATH loads any file.",
     )
     template: TemplateKind = Field(
         "generic", description="Memory template: generic, manual (from the task) or llm."

@@ -46,8 +46,9 @@ from langchain_core.utils.function_calling import convert_to_json_schema, conver
 from pydantic import Field
 
 from ima.core.processes import process_alive
+from ima.core.settings import DEFAULT_WEIGHTS, EmbeddedWeights
 from ima.models.tool_calls import answer_schema, json_answers, read_answer, with_tools
-from ima.models.weights import ModelSetupError, check_gguf, ensure_default_gguf, install_hint
+from ima.models.weights import ModelSetupError, check_gguf, ensure_weights, install_hint
 
 if TYPE_CHECKING:
     from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -485,15 +486,18 @@ class EmbeddedChatModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=message)])
 
 
-def load_embedded(path: str | None = None, **kwargs: Any) -> EmbeddedChatModel:
-    """Build an embedded chat model; ``path=None`` means the bundled default model.
+def load_embedded(
+    path: str | None = None, weights: EmbeddedWeights = DEFAULT_WEIGHTS, **kwargs: Any
+) -> EmbeddedChatModel:
+    """Build an embedded chat model; ``path=None`` means the bundled model, with the
+    `weights` the run chose (made on first use: see ima/models/weights.py).
 
     Loads the weights eagerly so a bad file or a missing extra fails here, with a
     ModelSetupError, rather than at the first agent turn.
     """
     _require_xllamacpp()
     if path is None:
-        model_path = ensure_default_gguf()
+        model_path = ensure_weights(weights)
     else:
         model_path = Path(path).expanduser()
         check_gguf(model_path)
