@@ -57,7 +57,9 @@ def main(argv: list[str] | None = None) -> int:
             )
         call = EMBEDDED_CALL if args.model == "embedded" else OTHER_CALL.format(spec=args.model)
         env = {"IMA_CACHE_DIR": str(cache), "PATH": "/usr/bin:/bin"}
-        total += timed("assemble, make the weights, load, one call", [python, "-c", call], clone, env)
+        total += timed(
+            "assemble, make the weights, load, one call", [python, "-c", call], clone, env
+        )
         print(f"{'first use, before the meeting starts':44}{total:8.1f} s  (target < 120 s)")
     return 0
 
