@@ -37,10 +37,13 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from ima.core.settings import DEFAULT_WEIGHTS
+from ima.models.weights import DEFAULT_MODEL_FILE
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -108,7 +111,8 @@ from pathlib import Path
 from langchain_core.messages import HumanMessage
 from ima.core.tokens import count_tokens
 from ima.models.llamacpp import load_embedded
-model = load_embedded(sys.argv[1] if len(sys.argv) > 1 else None)
+path, weights = sys.argv[1] or None, sys.argv[2]
+model = load_embedded(path, weights)
 words = "camera lidar radar depot upload safety budget storage region retention".split()
 text = " ".join(words[i * 7 % len(words)] for i in range(1200))
 while count_tokens(text) > 1000:
@@ -121,14 +125,32 @@ print(json.dumps(speeds + [Path(model.model_path).name]))
 """
 
 
-def probe_speed(model: str) -> tuple[float, float, str] | None:
-    """Prompt and generation tokens/s of an in-process model (`embedded` or `gguf:PATH`) on
-    this machine now, and the name of the weights file they were measured on."""
+def probe_speed(
+    model: str, flags: Sequence[str] = (), weights: str = DEFAULT_WEIGHTS
+) -> tuple[float, float, str] | None:
+    """Prompt and generation tokens/s of an in-process model (`embedded` or `gguf:PATH`,
+    with the `weights`, or those a run's `flags` choose) on this machine now, and the name of
+    the weights file they were measured on."""
     if model != "embedded" and not model.startswith("gguf:"):
         return None
-    path = [model.removeprefix("gguf:")] if model.startswith("gguf:") else []
-    prompt, generation, weights = json.loads(python(ROOT, "-c", PROBE, *path))
-    return prompt, generation, weights
+    path = model.removeprefix("gguf:") if model.startswith("gguf:") else ""
+    weights = flags[flags.index("--weights") + 1] if "--weights" in flags else weights
+    prompt, generation, name = json.loads(python(ROOT, "-c", PROBE, path, weights))
+    return prompt, generation, name
+
+
+def weights_of(record: dict[str, Any]) -> str:
+    """The weights file a run loaded: as its record names it; records from before name
+    none, and their `embedded` model was the bundled Q4_K_M file. "-": not a weights file."""
+    settings = record.get("settings") or {}
+    model = settings.get("model", "")
+    if settings.get("weights_file"):
+        return settings["weights_file"]
+    if model.startswith("gguf:"):
+        return Path(model.removeprefix("gguf:")).name
+    if model == "embedded" and "weights" not in settings:
+        return DEFAULT_MODEL_FILE
+    return "-"
 
 
 def at_reference_speed(figures: dict[str, Any], speed: tuple[float, float] | None) -> Any:
@@ -292,6 +314,7 @@ def measure(result: dict[str, Any]) -> dict[str, Any]:
         "spec_valid": bool(final.get("valid")),
         "status": record["status"],
         "handoff": record.get("handoff", ""),
+        "weights": weights_of(record),
     }
     floor = evaluation_floor(record, state) or {}
     figures["floor"] = sum(floor.values()) if floor else None
@@ -353,6 +376,11 @@ def rows() -> list[Row]:
     return out
 
 
+def short_name(weights: str) -> str:
+    """A weights file's name without what the bundled model's files share."""
+    return weights.removeprefix(DEFAULT_MODEL_FILE.rsplit("-", 1)[0] + "-")
+
+
 def table(names: list[str], figures: list[dict[str, Any]]) -> str:
     """Values per variant (numbered), then each one's ratio to the first ("2/1")."""
     width = max(14, *(len(n) + 5 for n in names))
@@ -367,8 +395,9 @@ def table(names: list[str], figures: list[dict[str, Any]]) -> str:
             ratio = v / first if first and v is not None else None
             cells += f"{'' if ratio is None else f'{ratio:.2f}':>8}"
         lines.append(f"{label:30}{cells}")
-    for key in ("status", "spec_valid", "design_missing"):
-        lines.append(f"{key:30}" + "".join(f"{f[key]!s:>{width}}" for f in figures))
+    for key in ("weights", "status", "spec_valid", "design_missing"):
+        shown = [short_name(f[key]) if key == "weights" else f[key] for f in figures]
+        lines.append(f"{key:30}" + "".join(f"{v!s:>{width}}" for v in shown))
     return "\n".join(lines)
 
 
@@ -409,7 +438,9 @@ def main(argv: list[str] | None = None) -> int:
                     check=True,
                     capture_output=True,
                 )
-            speed = probe_speed(args.model)
+            # code from before the weights setting runs the bundled file
+            bundled = "q4_k_m" if variant.commit else DEFAULT_WEIGHTS
+            speed = probe_speed(args.model, variant.flags, bundled)
             try:
                 result = run(variant, source, Path(tmp), args.turn_cap, args.model)
             finally:
@@ -426,7 +457,17 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             measured = measure(result)
-            measured |= {"speed": speed, "reference_seconds": at_reference_speed(measured, speed)}
+            probed = speed[2] if speed else "-"
+            if speed and probed != measured["weights"]:  # never scale by other weights' speed
+                print(
+                    f"{variant.name}: probed {probed}, ran {measured['weights']}", file=sys.stderr
+                )
+                speed = None
+            measured |= {
+                "speed": speed,
+                "probe_weights": probed,
+                "reference_seconds": at_reference_speed(measured, speed),
+            }
             figures.append(
                 {"variant": variant.name, "flags": list(variant.flags), "commit": variant.commit}
                 | measured
