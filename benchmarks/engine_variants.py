@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.embedded_run import ROOT, python, short_name
+from ima.core.settings import DEFAULT_WEIGHTS
 
 # Module constants of ima/models/llamacpp.py and other options, by variant name.
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -50,18 +51,23 @@ VARIANTS: dict[str, dict[str, Any]] = {
 KINDS = ("agent_turn", "memory_update")
 
 
-def load_calls(path: Path) -> list[dict[str, Any]]:
-    """The recorded agent turns and memory updates, in the recorded order."""
+def load_calls(path: Path, take: int) -> list[dict[str, Any]]:
+    """`take` recorded agent turns and as many memory updates, spread evenly over the run
+    (its first and last of each kind among them), in the recorded order."""
     calls = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    calls = [c for c in calls if c["meta"].get("ima_kind") in KINDS]
-    if not calls:
-        raise SystemExit(f"{path} holds no agent turn or memory update")
+    chosen: set[int] = set()
+    for kind in KINDS:
+        found = [i for i, c in enumerate(calls) if c["meta"].get("ima_kind") == kind]
+        if not found:
+            raise SystemExit(f"{path} holds no {kind}")
+        n = min(take, len(found))
+        chosen |= {found[round(j * (len(found) - 1) / max(n - 1, 1))] for j in range(n)}
     if not any(c.get("response_format") for c in calls):
         raise SystemExit(f"{path} has no memory update schema: record it again with this code")
-    return calls
+    return [calls[i] for i in sorted(chosen)]
 
 
-def worker(variant: str, calls_path: Path, weights: str) -> None:
+def worker(variant: str, calls_path: Path, weights: str, take: int) -> None:
     """In a fresh process: the variant's engine replays every call; one JSON line each."""
     from langchain_core.messages import HumanMessage, SystemMessage
 
@@ -77,7 +83,7 @@ def worker(variant: str, calls_path: Path, weights: str) -> None:
     model = llamacpp.EmbeddedChatModel(model_path=str(path), n_threads=threads)
     engine = llamacpp._engine(model.model_path, model.n_ctx, threads)
     print(json.dumps({"weights": path.name}), flush=True)
-    for call in load_calls(calls_path):
+    for call in load_calls(calls_path, take):
         messages = [
             SystemMessage(m["content"]) if m["type"] == "system" else HumanMessage(m["content"])
             for m in call["messages"]
@@ -194,7 +200,9 @@ def table(names: list[str], results: list[dict[str, Any]]) -> str:
     lines.append(
         f"{'outputs identical to ' + names[0]:32}" + "".join(f"{s:>{width}}" for s in same)
     )
-    lines.append(f"{'weights':32}" + "".join(f"{short_name(r['weights']):>{width}}" for r in results))
+    lines.append(
+        f"{'weights':32}" + "".join(f"{short_name(r['weights']):>{width}}" for r in results)
+    )
     return "\n".join(lines)
 
 
@@ -207,19 +215,25 @@ def main(argv: list[str] | None = None) -> int:
         help=f"comma-separated, the first is the reference; of: {', '.join(VARIANTS)}",
     )
     parser.add_argument(
-        "--weights", default="q4_0", help="q4_0, q4_k_m (the embedded model's) or a .gguf path"
+        "--weights",
+        default=DEFAULT_WEIGHTS,
+        help="q4_0, q4_k_m (the embedded model's) or a .gguf path",
+    )
+    parser.add_argument(
+        "--take", type=int, default=6, help="agent turns, and memory updates, replayed (each)"
     )
     parser.add_argument("--save", type=Path, help="also write every figure to this JSON file")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        worker(args.worker, args.calls, args.weights)
+        worker(args.worker, args.calls, args.weights, args.take)
         return 0
     names = [n.strip() for n in args.variants.split(",")]
     unknown = [n for n in names if n not in VARIANTS]
     if unknown:
         parser.error(f"unknown variant {unknown[0]!r}: use {', '.join(VARIANTS)}")
-    calls = load_calls(args.calls)
+    calls = load_calls(args.calls, args.take)
+    weights = str(Path(args.weights).resolve()) if args.weights.endswith(".gguf") else args.weights
     results = []
     for name in names:
         out = python(
@@ -228,7 +242,9 @@ def main(argv: list[str] | None = None) -> int:
             "benchmarks.engine_variants",
             str(args.calls.resolve()),
             "--weights",
-            args.weights,
+            weights,
+            "--take",
+            str(args.take),
             "--worker",
             name,
         )

@@ -52,9 +52,9 @@ def main(argv: list[str] | None = None) -> int:
         if not args.python:
             total += timed("python -m venv .venv", [sys.executable, "-m", "venv", ".venv"], clone)
             pip = [python, "-m", "pip", "install", "-q"]
-            total += timed(
-                "pip install -e '.[dev,embedded]'", [*pip, "-e", ".[dev,embedded]"], clone
-            )
+            # as the Makefile does: the library from the checkout (no index holds it), then the app
+            install = [*pip, "-e", "./library", "-e", ".[dev,embedded]"]
+            total += timed("pip install -e ./library -e '.[dev,embedded]'", install, clone)
         call = EMBEDDED_CALL if args.model == "embedded" else OTHER_CALL.format(spec=args.model)
         env = {"IMA_CACHE_DIR": str(cache), "PATH": "/usr/bin:/bin"}
         total += timed(
