@@ -220,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         help="q4_0, q4_k_m (the embedded model's) or a .gguf path",
     )
     parser.add_argument(
-        "--take", type=int, default=6, help="agent turns, and memory updates, replayed (each)"
+        "--take", type=int, default=4, help="agent turns, and memory updates, replayed (each)"
     )
     parser.add_argument("--save", type=Path, help="also write every figure to this JSON file")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
