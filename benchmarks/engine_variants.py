@@ -11,13 +11,15 @@ from `benchmarks.embedded_replay record`, which keeps each memory update's JSON 
     flock LOCK python -m benchmarks.engine_variants calls.jsonl --variants default,flash-off
     flock LOCK python -m benchmarks.engine_variants calls.jsonl --weights q4_k_m --variants ...
 
-Printed per variant: prompt and generated tokens per second (llama.cpp's own timings, summed
-over the calls), the wall time of the calls, how many outputs are identical to the first
-variant's (token counts are deterministic: a different output is a different computation,
-not noise), and for the memory updates the share of answers valid under their schema and the
-share the library can use (its tolerant reading and repairs); then each speed's ratio to the
-first variant, measured in the same invocation. Machines differ from day to day: compare
-ratios, not figures of different invocations.
+The variants run in `--rounds` interleaved rounds, and each call counts with its fastest
+round: on a shared machine other processes only ever slow a call down. Printed per variant:
+prompt and generated tokens per second (llama.cpp's own timings, summed over the calls), the
+wall time of the calls, how many outputs are identical to the first variant's and the same
+in every round (greedy decoding is deterministic: a different output is a different
+computation, not noise), and for the memory updates the share of answers valid under their
+schema and the share the library can use (its tolerant reading and repairs); then each
+speed's ratio to the first variant, measured in the same invocation. Machines differ from
+day to day: compare ratios, not figures of different invocations.
 """
 
 from __future__ import annotations
@@ -155,6 +157,19 @@ def answer_quality(output: str, schema: dict[str, Any], cut_off: bool) -> tuple[
     return valid, usable
 
 
+def best_of(rounds: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Each call's fastest prompt, generation and wall time over the rounds (other processes
+    only ever slow a call down), its first round's output, and whether every round gave it."""
+    merged = []
+    for runs in zip(*rounds, strict=True):
+        row = dict(runs[0])
+        for key in ("prompt_ms", "predicted_ms", "seconds"):
+            row[key] = min(r[key] for r in runs)
+        row["repeatable"] = all(r["output"] == row["output"] for r in runs)
+        merged.append(row)
+    return merged
+
+
 def summary(rows: list[dict[str, Any]], calls: list[dict[str, Any]]) -> dict[str, Any]:
     """A variant's figures from its calls' lines."""
 
@@ -196,10 +211,12 @@ def table(names: list[str], results: list[dict[str, Any]]) -> str:
             lines.append(
                 f"{'  ratio to ' + names[0]:32}" + "".join(f"{r:>{width}.2f}" for r in ratios)
             )
-    same = [f"{r['identical']}/{r['calls']}" for r in results]
-    lines.append(
-        f"{'outputs identical to ' + names[0]:32}" + "".join(f"{s:>{width}}" for s in same)
-    )
+    for label, key in (
+        ("outputs identical to " + names[0], "identical"),
+        ("  and every round", "repeatable"),
+    ):
+        counts = [f"{r[key]}/{r['calls']}" for r in results]
+        lines.append(f"{label:32}" + "".join(f"{c:>{width}}" for c in counts))
     lines.append(
         f"{'weights':32}" + "".join(f"{short_name(r['weights']):>{width}}" for r in results)
     )
@@ -220,7 +237,10 @@ def main(argv: list[str] | None = None) -> int:
         help="q4_0, q4_k_m (the embedded model's) or a .gguf path",
     )
     parser.add_argument(
-        "--take", type=int, default=4, help="agent turns, and memory updates, replayed (each)"
+        "--take", type=int, default=2, help="agent turns, and memory updates, replayed (each)"
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=2, help="runs of each variant, interleaved (best of)"
     )
     parser.add_argument("--save", type=Path, help="also write every figure to this JSON file")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -234,27 +254,36 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown variant {unknown[0]!r}: use {', '.join(VARIANTS)}")
     calls = load_calls(args.calls, args.take)
     weights = str(Path(args.weights).resolve()) if args.weights.endswith(".gguf") else args.weights
-    results = []
-    for name in names:
-        out = python(
-            ROOT,
-            "-m",
-            "benchmarks.engine_variants",
-            str(args.calls.resolve()),
-            "--weights",
-            weights,
-            "--take",
-            str(args.take),
-            "--worker",
-            name,
-        )
-        head, *rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-        results.append({"variant": name, "weights": head["weights"], "rows": rows})
-        print(f"{name}: {len(rows)} calls on {head['weights']}", file=sys.stderr, flush=True)
+    results = [{"variant": name, "rounds": []} for name in names]
+    for round_ in range(1, args.rounds + 1):  # interleaved: a busy minute hits every variant
+        for result in results:
+            out = python(
+                ROOT,
+                "-m",
+                "benchmarks.engine_variants",
+                str(args.calls.resolve()),
+                "--weights",
+                weights,
+                "--take",
+                str(args.take),
+                "--worker",
+                result["variant"],
+            )
+            head, *rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+            result["weights"] = head["weights"]
+            result["rounds"].append(rows)
+            print(
+                f"round {round_}, {result['variant']}: {len(rows)} calls on {head['weights']}",
+                file=sys.stderr,
+                flush=True,
+            )
+    for result in results:
+        result["rows"] = best_of(result["rounds"])
     reference = [r["output"] for r in results[0]["rows"]]
     for result in results:
         outputs = [r["output"] for r in result["rows"]]
         result["identical"] = sum(a == b for a, b in zip(outputs, reference, strict=True))
+        result["repeatable"] = sum(r["repeatable"] for r in result["rows"])
         result["calls"] = len(outputs)
         result["figures"] = summary(result["rows"], calls)
     print(table(names, results))

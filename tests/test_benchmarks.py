@@ -387,8 +387,16 @@ def test_engine_variants_replays_recorded_calls_per_variant(tmp_path):
     path = tmp_path / "calls.jsonl"
     path.write_text("".join(json.dumps(c) + "\n" for c in calls))
     out = bench(
-        "engine_variants", str(path), "--variants", "default,default", "--weights", "q4_k_m"
+        "engine_variants",
+        str(path),
+        "--variants",
+        "default,default",
+        "--weights",
+        "q4_k_m",
+        "--rounds",
+        "2",
     )
     assert re.search(r"^outputs identical to default +2/2 +2/2$", out, re.M)
+    assert re.search(r"^  and every round +2/2 +2/2$", out, re.M)
     assert re.search(r"^JSON valid \(%\) +100\.0 +100\.0$", out, re.M)
     assert re.search(r"^weights +q4_k_m\.gguf +q4_k_m\.gguf$", out, re.M)
