@@ -10,13 +10,20 @@ LIB_VENV ?= .venv-library
 
 .PHONY: run test test-library lint bench clean system-packages
 
+# uv installs from the lock; pip brings uv itself, at this version.
+UV_VERSION = 0.13.8
+
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
 
-# The app and the library it stands on (library/: its own installable unit).
-$(VENV)/.installed: pyproject.toml library/pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e ./library -e ".[dev,embedded]"
+$(BIN)/uv: | $(BIN)/python
+	$(BIN)/pip install -q uv==$(UV_VERSION)
+
+# The app and the library it stands on (library/: its own installable unit), both editable,
+# everything else at the versions uv.lock pins; --locked refuses a lock that pyproject.toml
+# or setup.py has outgrown (then run .venv/bin/uv lock).
+$(VENV)/.installed: pyproject.toml setup.py library/pyproject.toml uv.lock | $(BIN)/uv
+	UV_PROJECT_ENVIRONMENT=$(VENV) $(BIN)/uv sync -q --locked --inexact --all-extras
 	touch $@
 
 run: $(VENV)/.installed

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from intrinsic_memory.tokens import count_message_tokens
+from intrinsic_memory import count_message_tokens
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 

@@ -13,7 +13,7 @@ from typing import Any
 from ima.core.settings import RunContext
 from ima.core.state import Turn, zero_usage
 from ima.core.tokens import count_tokens
-from ima.method.agent_context import build_context, build_turn_prompt, render_turn
+from ima.meeting.agent_context import build_context, build_turn_prompt, render_turn
 from ima.tasks import Task
 
 

@@ -8,7 +8,7 @@ model, seed 0, temperature 0 and defaults, with long-term memory off. Printed pe
 wall time, generated tokens and prompt tokens (evaluated anew and served from the prompt cache)
 by call kind, the floor of evaluated tokens (`evaluation_floor`), memory-update answers that
 reached the output cap and memories stored cut off, repairs, mean retention of the task's key
-figures and requirements at the end and over the run (`ima.method.memory_quality`), and the
+figures and requirements at the end and over the run (`ima.measures.memory_quality`), and the
 content metrics of the final design; then each numeric row's ratio to the first variant. All
 metrics are computed here, by the current code, from each run's state as its own code wrote it.
 
@@ -260,10 +260,10 @@ def evaluation_floor(record: dict[str, Any], state: dict[str, Any]) -> dict[str,
 
 def measure(result: dict[str, Any]) -> dict[str, Any]:
     """Every printed figure of one variant's run."""
-    from ima.evals.content import content_metrics
     from ima.evals.coverage import evidence_coverage
-    from ima.method.in_view import in_view_at_last_turn
-    from ima.method.memory_quality import (
+    from ima.measures.content import content_metrics
+    from ima.measures.in_view import in_view_at_last_turn
+    from ima.measures.memory_quality import (
         memory_prompt_sources,
         repair_totals,
         retention_by_agent,
@@ -286,8 +286,11 @@ def measure(result: dict[str, Any]) -> dict[str, Any]:
         turns=state.get("transcript") or [],
         brief=state.get("brief"),
         templates=templates,
+        memories=state.get("memories"),
     )
     at_cap, stored = answers_at_cap(record, log)
+    quality = content.get("design") or {}
+    hygiene = content.get("memory_hygiene") or {}
     in_view = in_view_at_last_turn(task, state)
     usage = record["usage"]
     figures = {
@@ -310,6 +313,16 @@ def measure(result: dict[str, Any]) -> dict[str, Any]:
         "coverage": _pct(evidence_coverage(task, design, spec)["score"]),
         "parroting_design": _pct(content["parroting"]["design"]),
         "design_bytes": len(design.encode()),
+        "junk_lines": len(quality.get("junk_lines", [])),
+        "components_justified": quality.get("components_justified"),
+        "requirements_addressed": len(quality["addressed"]) if "addressed" in quality else None,
+        "requirements_open": len(quality["requirements_open"]) if "addressed" in quality else None,
+        "unit_errors": len(quality["unit_errors"]) if "addressed" in quality else None,
+        "figure_conflicts": len(content["grounding"]["conflicts"]),
+        "memory_restated_pairs": hygiene.get("restated_pairs"),
+        "memory_notes": hygiene.get("notes"),
+        "memory_foreign_script": hygiene.get("foreign_script"),
+        "consensus": int(record["status"] == "finalized"),
         "design_missing": final.get("missing", []),
         "spec_valid": bool(final.get("valid")),
         "status": record["status"],

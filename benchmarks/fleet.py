@@ -1,18 +1,21 @@
-"""Load and fault benchmark: evaluation workers on one PostgreSQL, and resumes racing on
-one SQLite file. Prints its figures; exits 1 if a correctness figure is not 0.
+"""Load and fault benchmark of the job engine (procrastinate on PostgreSQL), and resumes
+racing on one SQLite file. Prints its figures; exits 1 if a correctness figure fails.
 
-    python -m benchmarks.fleet                     # private PostgreSQL server, full size
-    python -m benchmarks.fleet --conversations 6   # smaller
-    python -m benchmarks.fleet --db postgresql://USER@HOST:PORT/DBNAME
+    python -m benchmarks.fleet                          # private PostgreSQL server, full size
+    python -m benchmarks.fleet --jobs 8 --kills 4 --sizes 1,2   # a quick look
+    python -m benchmarks.fleet --db postgresql://USER@HOST:PORT/DBNAME --json fleet.json
 
-PostgreSQL: `ima eval --db` queues N scripted conversations (half intrinsic memory, half
-baseline, long-term memory on) and `ima worker` processes run them:
+PostgreSQL: `ima eval --db` queues N jobs (scripted conversations on `scripted:delay=0.5`,
+half intrinsic memory, half baseline, long-term memory on) and `ima worker` processes run
+them (benchmarks/fleet_worker.py: the real command with a witness log):
 
-1. one worker, then 3 workers: throughput ratio (conversations per minute);
-2. 3 workers, one killed with SIGKILL mid-conversation: every conversation finishes, and
-   the transcripts show 0 duplicated turns and 0 gaps and equal the uninterrupted ones;
-   a witness log (benchmarks/fleet_worker.py) shows 0 conversations advanced by two
-   processes at once; long-term memory lost 0 of the updates the runs made concurrently.
+1. throughput: the same N jobs with 1, 2, 4 and 8 worker processes, then with one worker
+   process of concurrency 1, 2, 4 and 8; each against 1 worker;
+2. faults: the N jobs on 4 workers while a killer SIGKILLs a random worker that is running
+   a job, K times, starting a new worker after each kill. Counted: results stored (each job
+   once), duplicated turns and gaps in every transcript, transcripts that differ from the
+   uninterrupted batch, jobs run twice (the witness: a conversation advanced by two jobs at
+   overlapping times, or a result written twice), long-term supports lost.
 
 SQLite: a run killed with SIGKILL, then 10 `ima resume` of it at once: exactly one runs,
 the others are refused, and the result equals an uninterrupted run.
@@ -24,6 +27,7 @@ import argparse
 import itertools
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -34,7 +38,8 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from ima.evals.queue import SharedEvaluation, progress
+from ima.evals.jobs import queueing
+from ima.evals.shared import SharedEvaluation
 from ima.runs import leases
 from ima.runs.database import open_database, open_memory_hub
 from ima.runs.registry import RunRegistry
@@ -79,102 +84,146 @@ def batch(
     workdir: Path,
     name: str,
     *,
-    conversations: int,
+    jobs: int,
     workers: int,
+    concurrency: int,
     delay: float,
     turn_cap: int,
-    lease_seconds: float,
-    kill: bool,
+    stall: float,
+    kills: int = 0,
+    seed: int = 0,
 ) -> dict[str, Any]:
-    """Queue `conversations` runs as evaluation `name`, run them with `workers` workers
-    (killing one mid-conversation if `kill`), and check everything they stored."""
-    env = _env(IMA_PRINCIPAL=name, IMA_LEASE_SECONDS=str(lease_seconds))
+    """Start `workers` processes of `concurrency`, queue `jobs` runs as evaluation `name`,
+    let them run (SIGKILLing a busy worker `kills` times, a new one started after each),
+    stop the workers (SIGTERM) and check everything stored. The time is the job table's:
+    from the first job queued to the last one done, so worker start-up is not counted
+    (but a replacement's is)."""
+    env = _env(IMA_PRINCIPAL=name, IMA_JOB_STALL_SECONDS=str(stall), IMA_LEASE_SECONDS="10")
+    db = queueing.engine_database(open_database(url))  # procrastinate's schema, first use
+    command = ["benchmarks.fleet_worker", "--db", url, "--concurrency", str(concurrency)]
+
+    def spawn() -> subprocess.Popen[str]:
+        return _popen(command, workdir, env)
+
+    before = _registered(db)
+    procs = [spawn() for _ in range(workers)]
+    _wait(lambda: _registered(db) >= before + workers, "the workers to start", procs)
+    model = ["--model", f"scripted:delay={delay}", "--pairs", str(jobs // 2)]
+    where = ["--out", name, "--db", url]
     queue = _popen(
-        [
-            "ima",
-            "eval",
-            "--model",
-            f"scripted:delay={delay}",
-            "--pairs",
-            str(conversations // 2),
-            "--turn-cap",
-            str(turn_cap),
-            "--long-term",
-            "--out",
-            name,
-            "--db",
-            url,
-        ],
-        workdir,
-        env,
+        ["ima", "eval", *model, "--turn-cap", str(turn_cap), "--long-term", *where], workdir, env
     )
     out, err = queue.communicate(timeout=300)
     if queue.returncode:
         raise RuntimeError(f"ima eval failed: {err or out}")
-    db = open_database(url)
-    started = time.perf_counter()
-    procs = [
-        _popen(
-            [
-                "benchmarks.fleet_worker",
-                "--db",
-                url,
-                "--eval",
-                name,
-                "--until-done",
-                "--poll",
-                "0.2",
-            ],
-            workdir,
-            env,
-        )
-        for _ in range(workers)
-    ]
-    killed: dict[str, Any] = {}
-    if kill:
-        killed = _kill_one_mid_conversation(db, name, procs[0], conversations)
-    survivors = procs[1:] if kill else procs
-    logs = [p.communicate(timeout=1800) for p in survivors]
-    seconds = time.perf_counter() - started
-    failed = [p.returncode for p in survivors if p.returncode]
-    if failed:
+    shared = SharedEvaluation(db, name)
+    killed = _kill_randomly(db, name, procs, spawn, kills, jobs, random.Random(seed))
+    _wait(lambda: _settled(db, name), "the jobs to end", procs)
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)  # a graceful stop: nothing is running
+    logs = [p.communicate(timeout=300) for p in procs if p.returncode is None]
+    # Ctrl-C's code (a worker's on SIGTERM), SIGTERM's (a replacement still starting), the killed
+    stopped = (130, -signal.SIGTERM, -signal.SIGKILL)
+    if any(p.returncode not in stopped for p in procs):
         raise RuntimeError(f"a worker failed: {logs}")
-    figures = {
+    seconds = _span(db, name)
+    return {
         "name": name,
         "workers": workers,
-        "conversations": conversations,
+        "concurrency": concurrency,
+        "jobs": jobs,
         "seconds": round(seconds, 1),
-        "per_minute": round(conversations / seconds * 60, 2),
-        **killed,
-        **_check(db, name, conversations),
+        "per_minute": round(jobs / seconds * 60, 2),
+        "kills": killed,
+        "stored": len(shared.keys()),
+        **_check(db, name),
     }
-    db.close()
-    return figures
 
 
-def _kill_one_mid_conversation(
-    db: Any, name: str, victim: subprocess.Popen[str], conversations: int
-) -> dict[str, Any]:
-    """SIGKILL the first worker once a third of the runs are done and it is at least
-    three turns into a conversation."""
-    deadline = time.monotonic() + 1200
-    while time.monotonic() < deadline:
+def _registered(db: Any) -> int:
+    """Workers procrastinate has registered (a killed one's row stays until pruned)."""
+    with db.session() as sql:
+        row = sql.one("SELECT COUNT(*) AS n FROM procrastinate_workers")
+    return int(row["n"]) if row else 0
+
+
+def _settled(db: Any, name: str) -> bool:
+    """Whether none of the evaluation's jobs is queued or running any more."""
+    with db.session() as sql:
+        row = sql.one(
+            "SELECT COUNT(*) AS n FROM procrastinate_jobs WHERE queue_name = %s "
+            "AND status IN ('todo', 'doing')",
+            (queueing.queue_of(name),),
+        )
+    return row is not None and row["n"] == 0
+
+
+def _wait(done: Any, what: str, procs: list[subprocess.Popen[str]]) -> None:
+    deadline = time.monotonic() + 3600
+    while not done():
+        if all(p.poll() is not None for p in procs):
+            raise RuntimeError(f"every worker ended before {what}: {procs[0].communicate()}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"waited an hour for {what}")
         time.sleep(0.2)
-        done = progress(db, name)["evaluations"].get(name, {}).get("done", 0)
-        held = [h for h in leases.holders(db).values() if h.pid == victim.pid]
-        if done >= conversations // 3 and held:
-            turns = len(_turns(db, held[0].thread_id))
-            if turns >= 3:
-                victim.send_signal(signal.SIGKILL)
-                victim.wait()
-                return {"killed": {"thread": held[0].thread_id, "at_turn": turns, "done": done}}
-    raise RuntimeError("the victim never held a conversation mid-way")
 
 
-def _check(db: Any, name: str, conversations: int) -> dict[str, Any]:
+def _span(db: Any, name: str) -> float:
+    """Seconds from the first job queued to the last one done, by the database's clock."""
+    with db.session() as sql:
+        row = sql.one(
+            "SELECT EXTRACT(EPOCH FROM MAX(e.at) FILTER (WHERE e.type = 'succeeded') "
+            "- MIN(e.at) FILTER (WHERE e.type = 'deferred'))::float8 AS s "
+            "FROM procrastinate_events e JOIN procrastinate_jobs j ON j.id = e.job_id "
+            "WHERE j.queue_name = %s",
+            (queueing.queue_of(name),),
+        )
+    return float(row["s"]) if row and row["s"] else float("nan")
+
+
+def _kill_randomly(
+    db: Any,
+    name: str,
+    procs: list[subprocess.Popen[str]],
+    spawn: Any,
+    kills: int,
+    jobs: int,
+    rng: random.Random,
+) -> list[dict[str, Any]]:
+    """SIGKILL a random worker that is in a conversation (one turn or more stored), `kills`
+    times, conversations not yet hit first (a resumed one is at once in the running
+    again), every 2-4 s: about as long as a new worker takes to start, which follows each
+    kill (faster kills would only ever hit the few workers still up)."""
     shared = SharedEvaluation(db, name)
-    rows = shared.load()
-    counts = progress(db, name)["evaluations"][name]
+    prefix = name + "--"
+    killed: list[dict[str, Any]] = []
+    while len(killed) < kills and len(shared.keys()) < jobs:
+        live = {p.pid: p for p in procs if p.poll() is None}
+        held = [
+            (h, turns)
+            for h in leases.holders(db).values()
+            if h.pid in live
+            and h.thread_id.startswith(prefix)
+            and (turns := len(_turns(db, h.thread_id))) > 0
+        ]
+        if not held:
+            time.sleep(0.1)
+            continue
+        hit = {k["thread"] for k in killed}
+        holder, turns = rng.choice([h for h in held if h[0].thread_id not in hit] or held)
+        live[holder.pid].send_signal(signal.SIGKILL)
+        live[holder.pid].wait()
+        procs.append(spawn())
+        killed.append({"thread": holder.thread_id, "at_turn": turns})
+        time.sleep(rng.uniform(2.0, 4.0))
+    return killed
+
+
+def _check(db: Any, name: str) -> dict[str, Any]:
+    rows = SharedEvaluation(db, name).load()
+    found = queueing.progress(db, name)
+    counts = found["evaluations"].get(name, {})
     duplicated = gaps = 0
     transcripts: dict[str, list[tuple[str, str]]] = {}
     for row in rows:
@@ -183,49 +232,63 @@ def _check(db: Any, name: str, conversations: int) -> dict[str, Any]:
         duplicated += len(index) - len(set(index))
         gaps += max(index, default=0) - len(set(index))
         transcripts[row["key"]] = [(t["speaker"], t["content"]) for t in turns]
-    with db.session() as sql:  # why runs failed, for the printout
-        errors = [
-            r["error"]
-            for r in sql.all(
-                "SELECT error FROM ima_eval_jobs WHERE eval = %s AND status = 'failed'", (name,)
-            )
-        ]
     return {
-        "finished": counts["done"],
-        "failed": counts["failed"],
-        "errors": errors,
         "results": len(rows),
+        "done": counts.get("done", 0),
+        "failed": counts.get("failed", 0),
+        "errors": [f["error"] for f in found["failures"]],
         "duplicated_turns": duplicated,
         "gaps": gaps,
+        "attempts": _attempts(db, name),
         **_witness(db, name),
         **_long_term(db, name, rows),
         "_transcripts": transcripts,
     }
 
 
+def _attempts(db: Any, name: str) -> dict[str, int]:
+    """From procrastinate's job table: jobs started more than once (a kill, then the
+    retry that resumed them), and all job starts."""
+    with db.session() as sql:
+        rows = sql.all(
+            "SELECT attempts FROM procrastinate_jobs WHERE queue_name = %s",
+            (queueing.queue_of(name),),
+        )
+    return {
+        "jobs_started_again": sum(1 for r in rows if r["attempts"] > 1),
+        "job_starts": sum(r["attempts"] for r in rows),
+    }
+
+
 def _witness(db: Any, name: str) -> dict[str, Any]:
-    """From the activity log: conversations two processes advanced at overlapping times,
-    and turns done again after a kill (the step a killed process had not saved)."""
+    """From the activity log: conversations two jobs advanced at overlapping times, results
+    written twice, and turns done again after a kill (the step a killed job had not
+    saved)."""
     prefix = name + "--"
     with db.session() as sql:
         rows = sql.all(
-            "SELECT thread_id, pid, turn, at FROM bench_activity WHERE thread_id LIKE %s",
+            "SELECT thread_id, who, turn, at FROM bench_activity WHERE thread_id LIKE %s",
             (prefix + "%",),
         )
-    spans: dict[str, dict[int, list[float]]] = defaultdict(dict)
-    turns_by: dict[tuple[str, int], set[int]] = defaultdict(set)
+        writes = sql.all(
+            "SELECT key, COUNT(*) AS n FROM bench_results WHERE eval = %s AND written GROUP BY key",
+            (name,),
+        )
+    spans: dict[str, dict[str, list[float]]] = defaultdict(dict)
+    turns_by: dict[tuple[str, int], set[str]] = defaultdict(set)
     for r in rows:
-        span = spans[r["thread_id"]].setdefault(r["pid"], [r["at"], r["at"]])
+        span = spans[r["thread_id"]].setdefault(r["who"], [r["at"], r["at"]])
         span[0], span[1] = min(span[0], r["at"]), max(span[1], r["at"])
-        turns_by[(r["thread_id"], r["turn"])].add(r["pid"])
+        turns_by[(r["thread_id"], r["turn"])].add(r["who"])
     overlapping = 0
-    for by_pid in spans.values():
-        ordered = sorted(by_pid.values())
+    for by_job in spans.values():
+        ordered = sorted(by_job.values())
         overlapping += any(b[0] < a[1] for a, b in itertools.pairwise(ordered))
     return {
         "run_twice_at_once": overlapping,
-        "processes_per_conversation": max((len(p) for p in spans.values()), default=0),
-        "turns_redone_after_kill": sum(1 for pids in turns_by.values() if len(pids) > 1),
+        "results_written_twice": sum(r["n"] - 1 for r in writes),
+        "jobs_per_conversation": max((len(p) for p in spans.values()), default=0),
+        "turns_redone_after_kill": sum(1 for who in turns_by.values() if len(who) > 1),
     }
 
 
@@ -301,7 +364,8 @@ def sqlite_resumes(workdir: Path, resumes: int = 10, delay: float = 0.05) -> dic
     ]
     outcomes = [(p.wait(600), *p.communicate()) for p in procs]
     ran = sum(1 for code, _, _ in outcomes if code == 0)
-    refused = sum(1 for code, _, err in outcomes if code == 2 and "is being run by" in err)
+    # refused while the run goes on, or (started late on a loaded machine) once it has ended
+    refused = sum(1 for code, _, err in outcomes if code == 2 and _refused(err))
     reference = _popen(["ima", "run", "--thread", "ref", *run, "--json"], workdir, env)
     reference.communicate(timeout=600)
 
@@ -314,15 +378,25 @@ def sqlite_resumes(workdir: Path, resumes: int = 10, delay: float = 0.05) -> dic
         "ran": ran,
         "refused": refused,
         "other_outcomes": resumes - ran - refused,
+        "other_said": [
+            f"exit {code}: {err.strip().splitlines()[-1] if err.strip() else out[:80]}"
+            for code, out, err in outcomes
+            if not (code == 0 or (code == 2 and _refused(err)))
+        ],
         "equals_uninterrupted": shown("t") == shown("ref"),
         "turns": len(shown("t")),
     }
+
+
+def _refused(err: str) -> bool:
+    return "is being run by" in err or "already ended" in err
 
 
 # -- report --------------------------------------------------------------------------------
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    sizes = [int(n) for n in args.sizes.split(",")]
     with ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ima-fleet-")))
         url = args.db
@@ -331,83 +405,104 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
             url = stack.enter_context(private_cluster()).new_database("fleet")
         common = {
-            "conversations": args.conversations,
+            "jobs": args.jobs,
             "delay": args.delay,
             "turn_cap": args.turn_cap,
-            "lease_seconds": args.lease_seconds,
+            "stall": args.stall_seconds,
         }
         stamp = f"{int(time.time())}"
-        one = batch(url, workdir, f"fleet-1w-{stamp}", workers=1, kill=False, **common)
-        three = batch(url, workdir, f"fleet-3w-{stamp}", workers=3, kill=False, **common)
-        fault = batch(url, workdir, f"fleet-kill-{stamp}", workers=3, kill=True, **common)
-        reference = one.pop("_transcripts")
-        three.pop("_transcripts")
+        scaling = []
+        for workers, concurrency in [(n, 1) for n in sizes] + [(1, n) for n in sizes if n > 1]:
+            name = f"fleet-{workers}w{concurrency}c-{stamp}"
+            figures = batch(url, workdir, name, workers=workers, concurrency=concurrency, **common)
+            scaling.append(figures)
+            print(
+                f"  {workers} worker(s) x concurrency {concurrency}: {figures['seconds']:.1f} s",
+                flush=True,
+            )
+        fault = batch(
+            url,
+            workdir,
+            f"fleet-kills-{stamp}",
+            workers=args.fault_workers,
+            concurrency=1,
+            kills=args.kills,
+            seed=args.seed,
+            **common,
+        )
+        reference = scaling[0]["_transcripts"]
         differing = [k for k, t in fault.pop("_transcripts").items() if reference.get(k) != t]
         fault["differ_from_uninterrupted"] = len(differing)
+        for figures in scaling:
+            figures.pop("_transcripts")
+            figures["speedup"] = round(scaling[0]["seconds"] / figures["seconds"], 2)
         sqlite = sqlite_resumes(workdir, args.resumes)
-    return {
-        "one_worker": one,
-        "three_workers": three,
-        "throughput_ratio_3_vs_1": round(one["seconds"] / three["seconds"], 2),
-        "three_workers_one_killed": fault,
-        "sqlite_resumes": sqlite,
-    }
+    return {"scaling": scaling, "kills": fault, "sqlite_resumes": sqlite}
 
 
-def verdicts(figures: dict[str, Any]) -> list[tuple[str, bool]]:
-    fault, race = figures["three_workers_one_killed"], figures["sqlite_resumes"]
-    return [
+def verdicts(figures: dict[str, Any], kills: int) -> list[tuple[str, bool]]:
+    fault, race = figures["kills"], figures["sqlite_resumes"]
+    checks = [
         (
-            f"all {fault['conversations']} finish",
-            fault["finished"] == fault["results"] == fault["conversations"],
+            f"{kills} kills landed mid-job",
+            len(fault["kills"]) == kills,
+        ),
+        (
+            f"every job's result once: {fault['jobs']} results, {fault['jobs']} jobs done",
+            fault["results"] == fault["done"] == fault["jobs"],
         ),
         ("0 duplicated turns", fault["duplicated_turns"] == 0),
         ("0 gaps", fault["gaps"] == 0),
-        ("0 conversations run twice at once", fault["run_twice_at_once"] == 0),
-        ("0 lost long-term updates", fault["long_term_lost"] == 0),
+        ("0 jobs run twice at once", fault["run_twice_at_once"] == 0),
+        ("0 results written twice", fault["results_written_twice"] == 0),
+        ("0 lost long-term supports", fault["long_term_lost"] == 0),
         ("transcripts equal the uninterrupted ones", fault["differ_from_uninterrupted"] == 0),
         ("SQLite: exactly one resume runs", race["ran"] == 1 and race["other_outcomes"] == 0),
         ("SQLite: result equals an uninterrupted run", race["equals_uninterrupted"]),
     ]
+    for f in figures["scaling"]:
+        ok = f["results"] == f["jobs"] and f["duplicated_turns"] == 0
+        checks.append((f"{_setup(f)}: every job stored once", ok))
+    return checks
 
 
-def print_report(figures: dict[str, Any]) -> None:
-    one, three, fault = (
-        figures["one_worker"],
-        figures["three_workers"],
-        figures["three_workers_one_killed"],
-    )
-    race = figures["sqlite_resumes"]
-    print("PostgreSQL: evaluation workers (scripted model, long-term memory on)")
-    for f in (one, three, fault):
+def _setup(f: dict[str, Any]) -> str:
+    return f"{f['workers']} worker(s) x concurrency {f['concurrency']}"
+
+
+def print_report(figures: dict[str, Any], kills: int) -> None:
+    print("PostgreSQL: procrastinate workers (scripted model, long-term memory on)")
+    for f in figures["scaling"]:
         print(
-            f"  {f['workers']} worker(s){' (one killed)' if 'killed' in f else '':13}"
-            f" {f['conversations']} conversations in {f['seconds']:.1f}s "
-            f"({f['per_minute']:.1f}/min)"
+            f"  {_setup(f):28} {f['jobs']} jobs in {f['seconds']:6.1f} s "
+            f"({f['per_minute']:5.1f}/min) · {f['speedup']:.2f}x one worker"
         )
-    print(f"  throughput 3 workers vs 1: {figures['throughput_ratio_3_vs_1']:.2f}x")
-    k = fault["killed"]
+    fault = figures["kills"]
     print(
-        f"  killed: worker holding {k['thread']} at turn {k['at_turn']} "
-        f"({k['done']} runs done by then)"
+        f"  {_setup(fault)}, {len(fault['kills'])} SIGKILLs: {fault['jobs']} jobs in "
+        f"{fault['seconds']:.1f} s; killed at turns "
+        f"{', '.join(str(k['at_turn']) for k in fault['kills'])}"
     )
     print(
-        f"  finished {fault['finished']}/{fault['conversations']} · failed {fault['failed']} · "
-        f"duplicated turns {fault['duplicated_turns']} · gaps {fault['gaps']} · "
-        f"run twice at once {fault['run_twice_at_once']} · transcripts differing from the "
+        f"  results {fault['results']}/{fault['jobs']} · done {fault['done']} · failed "
+        f"{fault['failed']} · duplicated turns {fault['duplicated_turns']} · gaps "
+        f"{fault['gaps']} · run twice at once {fault['run_twice_at_once']} · results written "
+        f"twice {fault['results_written_twice']} · transcripts differing from the "
         f"uninterrupted batch {fault['differ_from_uninterrupted']}"
     )
     for error in sorted(set(fault.get("errors", []))):
-        print(f"  failed run: {error}")
+        print(f"  failed job: {error}")
     print(
-        f"  turns redone after the kill (a step the killed worker had not saved): "
-        f"{fault['turns_redone_after_kill']}"
+        f"  jobs started again after a kill {fault['attempts']['jobs_started_again']} "
+        f"({fault['attempts']['job_starts']} starts in all); turns redone (a step the killed "
+        f"job had not saved) {fault['turns_redone_after_kill']}"
     )
     print(
         f"  long-term memory: {fault['long_term_updates']} expected supports in "
         f"{fault['long_term_scopes']} scopes, lost {fault['long_term_lost']}, revision chain "
         f"breaks {fault['revision_chain_breaks']}"
     )
+    race = figures["sqlite_resumes"]
     print(
         f"SQLite: {race['resumes']} `ima resume` at once of a run killed at turn {race['killed_at_turn']}"
     )
@@ -415,25 +510,31 @@ def print_report(figures: dict[str, Any]) -> None:
         f"  ran {race['ran']} · refused {race['refused']} · other {race['other_outcomes']} · "
         f"equals the uninterrupted run: {race['equals_uninterrupted']} ({race['turns']} turns)"
     )
-    for label, ok in verdicts(figures):
+    for said in race["other_said"]:
+        print(f"  other: {said}")
+    for label, ok in verdicts(figures, kills):
         print(f"{'PASS' if ok else 'FAIL'}  {label}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", help="a PostgreSQL URL (default: start a private server)")
-    parser.add_argument("--conversations", type=int, default=24)
-    parser.add_argument("--delay", type=float, default=0.1, help="seconds per model call")
-    parser.add_argument("--turn-cap", type=int, default=16)
-    parser.add_argument("--lease-seconds", type=float, default=5.0)
+    parser.add_argument("--jobs", type=int, default=32)
+    parser.add_argument("--sizes", default="1,2,4,8", help="workers, and concurrencies")
+    parser.add_argument("--delay", type=float, default=0.5, help="seconds per model call")
+    parser.add_argument("--turn-cap", type=int, default=6)
+    parser.add_argument("--stall-seconds", type=float, default=4.0)
+    parser.add_argument("--kills", type=int, default=20)
+    parser.add_argument("--fault-workers", type=int, default=4)
+    parser.add_argument("--seed", type=int, default=0, help="of the killer's choices")
     parser.add_argument("--resumes", type=int, default=10)
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
     figures = run(args)
-    print_report(figures)
+    print_report(figures, args.kills)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
-    return 0 if all(ok for _, ok in verdicts(figures)) else 1
+    return 0 if all(ok for _, ok in verdicts(figures, args.kills)) else 1
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
-"""`ima worker` as the fleet benchmark runs it: the real command, plus two things only the
+"""`ima worker` as the fleet benchmark runs it: the real command, plus what only the
 benchmark needs.
 
-- A witness: every turn this process adds to a conversation is logged (thread, pid, turn,
-  database time) in the table `bench_activity`, so the benchmark can prove, independently
-  of the leases, that no conversation was advanced by two processes at once.
+- A witness: every turn a job adds to a conversation is logged (thread, who: the process
+  and the job's thread in it, turn, database time) in the table `bench_activity`, and every
+  result a job stores (key, who, whether the row was written) in `bench_results`, so the
+  benchmark can prove, independently of locks and leases, that no conversation was
+  advanced by two jobs at once and no result was written twice.
 - Lessons: the scripted model's memory rewrites also hold decisions (one shared by every
   run, one per seed), so each finished run teaches long-term memory something and
   concurrent learning can be checked for lost updates.
@@ -16,17 +18,21 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 from typing import Any
 
 import psycopg
 
 from ima.evals import runner as eval_runner
+from ima.evals.shared import SharedEvaluation
 from ima.models.scripted import ScriptedChatModel
 
 COMMON_LESSON = "Storage format: Parquet on object storage for raw sensor logs"
-ACTIVITY = (
-    "CREATE TABLE IF NOT EXISTS bench_activity (thread_id TEXT NOT NULL, pid BIGINT NOT NULL, "
-    "turn BIGINT NOT NULL, at DOUBLE PRECISION NOT NULL)"
+WITNESS = (
+    "CREATE TABLE IF NOT EXISTS bench_activity (thread_id TEXT NOT NULL, who TEXT NOT NULL, "
+    "turn BIGINT NOT NULL, at DOUBLE PRECISION NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS bench_results (eval TEXT NOT NULL, key TEXT NOT NULL, "
+    "who TEXT NOT NULL, written BOOLEAN NOT NULL)",
 )
 
 
@@ -47,33 +53,53 @@ def _memory_with_lessons(self: ScriptedChatModel, prompt: str, edit: bool) -> st
 
 
 _plain_memory = ScriptedChatModel._memory
+_plain_append = SharedEvaluation.append
 
 
-def _witness(url: str) -> Any:
+def _who() -> str:
+    return f"{os.getpid()}:{threading.get_ident()}"
+
+
+def _witness(url: str) -> None:
     conn = psycopg.connect(url, autocommit=True)
-    conn.execute(ACTIVITY)
+    for statement in WITNESS:
+        conn.execute(statement)
+    lock = threading.Lock()  # one connection, shared by the worker's job threads
     real_execute = eval_runner.execute
 
     def execute(record: Any, db: Any, listener: Any = None, **kwargs: Any) -> Any:
+        who = _who()
+
         def logged(node: str, update: dict[str, Any]) -> None:
             for turn in update.get("transcript") or []:
-                conn.execute(
-                    "INSERT INTO bench_activity VALUES (%s, %s, %s, "
-                    "EXTRACT(EPOCH FROM clock_timestamp()))",
-                    (record.thread_id, os.getpid(), turn["index"]),
-                )
+                with lock:
+                    conn.execute(
+                        "INSERT INTO bench_activity VALUES (%s, %s, %s, "
+                        "EXTRACT(EPOCH FROM clock_timestamp()))",
+                        (record.thread_id, who, turn["index"]),
+                    )
             if listener:
                 listener(node, update)
 
         return real_execute(record, db, logged, **kwargs)
 
-    return execute
+    def append(self: SharedEvaluation, row: dict[str, Any], lease: Any = None) -> bool:
+        written = _plain_append(self, row, lease)
+        with lock:
+            conn.execute(
+                "INSERT INTO bench_results VALUES (%s, %s, %s, %s)",
+                (self.name, row["key"], _who(), written),
+            )
+        return written
+
+    eval_runner.execute = execute  # type: ignore[assignment]
+    SharedEvaluation.append = append  # type: ignore[method-assign]
 
 
 def main() -> None:
     url = sys.argv[sys.argv.index("--db") + 1]
     ScriptedChatModel._memory = _memory_with_lessons  # type: ignore[method-assign]
-    eval_runner.execute = _witness(url)  # type: ignore[assignment]
+    _witness(url)
     from ima.cli.app import main as ima_main
 
     sys.argv = ["ima", "worker", *sys.argv[1:]]

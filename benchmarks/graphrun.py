@@ -18,7 +18,7 @@ from typing import Any
 
 from ima.core.settings import RunContext
 from ima.core.tokens import count_tokens
-from ima.graph.builder import compile_graph
+from ima.meeting.builder import compile_graph
 from ima.models import agent_model
 from ima.runs import checkpoints
 from ima.runs.database import open_database

@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from ima.core.settings import RunContext
-from ima.graph.builder import compile_graph
+from ima.meeting.builder import compile_graph
 from ima.models.scripted import ScriptedChatModel
 from ima.tasks import load_task
 

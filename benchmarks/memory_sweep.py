@@ -107,6 +107,18 @@ ROWS = (
     ("wall time (s)", "wall_seconds"),
     ("memories stored cut off", "stored_cut_off"),
     ("notes dropped for room", "dropped_notes"),
+    ("memory-update generated tokens", "generated memory_update"),
+    ("memory: pairs of notes that restate each other", "memory_restated_pairs"),
+    ("memory: notes in a script the brief does not use", "memory_foreign_script"),
+    ("consensus (share of runs)", "consensus"),
+    ("design: lines that are votes, instructions or residue", "junk_lines"),
+    ("design: components with a technology and a reason of their own", "components_justified"),
+    ("design: requirements addressed in its own words (of 12)", "requirements_addressed"),
+    ("design: requirements left open", "requirements_open"),
+    ("design: key figures stated in its own words (of 24)", "figures_in_design"),
+    ("design: figures in a unit of the wrong kind", "unit_errors"),
+    ("design: figures breaking a limit of the brief", "figure_conflicts"),
+    ("design: parroting (%)", "parroting_design"),
 )
 
 
@@ -124,8 +136,10 @@ def report(out: Path) -> str:
         names = [c for c in CONFIGS if c in configs]
         seeds = {c: len(configs[c]) for c in names}
         head = " | ".join(f"{c} ({seeds[c]})" for c in names)
+        tested = [c for c in names if c != "baseline"][:1] if "baseline" in names else []
+        head += "".join(f" | p, {c} against the baseline" for c in tested)
         lines = [f"temperature {temperature:g}, weights {short_name(weights)} (runs)", ""]
-        lines += [f"| | {head} |", "|---|" + "---|" * len(names)]
+        lines += [f"| | {head} |", "|---|" + "---|" * (len(names) + len(tested))]
         for label, key in ROWS:
             cells = []
             for config in names:
@@ -133,11 +147,24 @@ def report(out: Path) -> str:
                 mean = f"{statistics.mean(values):,.1f}" if values else "-"
                 sd = f" ± {statistics.stdev(values):,.1f}" if len(values) > 1 else ""
                 cells.append(mean + sd)
+            cells += [rank_sum(configs[c], configs["baseline"], key) for c in tested]
             lines.append(f"| {label} | {' | '.join(cells)} |")
             if key == "in_view_last_turn" and "baseline" in configs:
                 lines.append(against_baseline(configs, names))
         tables.append("\n".join(lines))
     return "\n\n".join(tables)
+
+
+def rank_sum(runs: list[dict[str, Any]], baseline: list[dict[str, Any]], key: str) -> str:
+    """The Wilcoxon rank-sum p-value of a setting's runs against the baseline's (the
+    paper's test), or "-" with fewer than two runs a side or nothing to rank."""
+    from scipy.stats import ranksums
+
+    x = [r[key] for r in runs if r.get(key) is not None]
+    y = [r[key] for r in baseline if r.get(key) is not None]
+    if len(x) < 2 or len(y) < 2 or len(set(x + y)) < 2:
+        return "-"
+    return f"{ranksums(x, y).pvalue:.2f}"
 
 
 def against_baseline(configs: dict[str, list[dict[str, Any]]], names: list[str]) -> str:

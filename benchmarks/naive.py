@@ -3,7 +3,8 @@ LangGraph reducer (a BinaryOperatorAggregate), so each checkpoint stores the who
 
 The transcript becomes `Annotated[list[Turn], operator.add]`; every other delta-backed key
 keeps its own reducer, applied to one update at a time. Nodes, edges and prompts are the
-real ones: `ima.graph.builder.build_graph` runs unchanged, with its state classes swapped.
+real ones: `ima.meeting.builder.compile_graph` (and `create_meeting` under it) runs unchanged,
+with its state classes swapped.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from ima.core.state import InputState, State
-from ima.graph import builder
+from ima.meeting import builder
 from ima.tasks import Task
 
 

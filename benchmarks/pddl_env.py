@@ -27,9 +27,11 @@ def _ms(fn: Callable[[], object], repeat: int = 1) -> float:
 
 def main() -> None:
     started = time.perf_counter()
-    from ima.pddl import Env, list_domains, list_problems
+    from ima.environments.pddl import Env, list_domains, list_problems
 
-    print(f"import ima.pddl (unified-planning): {(time.perf_counter() - started) * 1000:.0f} ms")
+    print(
+        f"import ima.environments.pddl (unified-planning): {(time.perf_counter() - started) * 1000:.0f} ms"
+    )
     print(
         f"{'problem':14} {'true facts':>10} {'first Env':>9} {'next Env':>8} {'step':>6} "
         f"{'valid acts':>10} {'observe':>7} {'replay plan':>11}  (ms)"

@@ -7,7 +7,7 @@ Needs pyperplan (GPL-3.0), installed apart from the project, e.g.
 `python3 -m venv /tmp/pddl-tools && /tmp/pddl-tools/bin/pip install pyperplan==2.1`. It is
 run as a separate command, never imported: it is an offline tool, not a dependency of this
 MIT project. A* with the admissible LM-cut heuristic gives a shortest plan; the script
-checks, for every problem in `ima/pddl/problems/index.yaml`, that the plan pyperplan finds has
+checks, for every problem in `ima/environments/pddl/problems/index.yaml`, that the plan pyperplan finds has
 the stored `optimal_length`, that the stored plan reaches the goal in the environment, and
 prints the plan found when the lengths differ. The whole set takes about 5 minutes on one
 core (gripper-12, 10 balls and 29 steps, about 4 of them). Exit status 1 when a check fails.
@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from ima.core.errors import UserError
-from ima.pddl import Env, Problem, list_problems
+from ima.environments.pddl import Env, Problem, list_problems
 
 
 def shortest_plan(pyperplan: str, problem: Problem, timeout: float) -> list[str]:

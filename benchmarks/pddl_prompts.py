@@ -46,9 +46,8 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         bench = Bench("pddl", Path(tmp) / "pddl-prompts")
         bench.prepare(plan)
-        bench.enqueue(bench.pending(plan)[1])
         started = time.perf_counter()
-        bench.work(lambda kind, job, detail: None, poll=0.1)
+        bench.run_here(bench.pending(plan)[1], lambda kind, episode, detail: None)
         wall = time.perf_counter() - started
         rows = {row["arm"]: row for row in bench.rows()}
     print(

@@ -4,14 +4,18 @@
     python docs/make_reference.py --check  # exit 1 if the page is out of date (the tests run it)
 
 Every name in `intrinsic_memory.__all__` gets a section: its signature, its docstring, and for classes
-their public methods and properties, for settings and tasks their fields.
+their public methods and properties, for settings and tasks their fields. A constant's
+docstring is the string right under its assignment in the module that defines it.
 """
 
 from __future__ import annotations
 
+import ast
 import inspect
 import re
 import sys
+from importlib import import_module
+from itertools import pairwise
 from pathlib import Path
 from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
@@ -94,6 +98,38 @@ def _markdown(doc: str) -> str:
     return "\n".join(out)
 
 
+def _is_constant(obj: Any) -> bool:
+    return not callable(obj) and get_origin(obj) is not Annotated
+
+
+def _constant(name: str) -> tuple[str, str]:
+    """`name`'s assignment as its module writes it, and the docstring under it ("" if none)."""
+    source = inspect.getsource(import_module(library._EXPORTS[name]))
+    for node, after in pairwise(ast.parse(source).body):
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.AnnAssign):
+            targets = [node.target]
+        else:
+            continue
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            value = after.value if isinstance(after, ast.Expr) else None
+            documented = isinstance(value, ast.Constant) and isinstance(value.value, str)
+            doc = inspect.cleandoc(value.value) if documented else ""  # type: ignore[union-attr]
+            return ast.get_source_segment(source, node) or name, doc
+    return name, ""
+
+
+def doc_of(name: str) -> str:
+    """The docstring of a public name, as its section shows it."""
+    obj = getattr(library, name)
+    return _markdown(_constant(name)[1]) if _is_constant(obj) else _doc(obj)
+
+
+def _summary(name: str) -> str:
+    return doc_of(name).split("\n\n")[0].replace("\n", " ")
+
+
 def _first_line(obj: Any) -> str:
     return (_doc(obj).split("\n\n")[0] or "").replace("\n", " ")
 
@@ -140,6 +176,10 @@ def _section(name: str) -> str:
         alias = f"{name} = Annotated[{shown}, {', '.join(m.__name__ for m in merge)}]"
         lines = [f"## `{name}`", "", "*type*", "", "```python", alias, "```", ""]
         return "\n".join([*lines, _doc(obj), ""])
+    if _is_constant(obj):
+        assignment = _constant(name)[0]
+        lines = [f"## `{name}`", "", f"*constant*, from `{library._EXPORTS[name]}`", ""]
+        return "\n".join([*lines, "```python", assignment, "```", "", doc_of(name), ""])
     kind = "class" if isinstance(obj, type) else "function"
     lines = [f"## `{name}`", "", f"*{kind}*, from `{obj.__module__}`", ""]
     signature = _signature(obj)
@@ -159,9 +199,7 @@ def _section(name: str) -> str:
 
 def render() -> str:
     names = sorted(library.__all__, key=str.lower)
-    table = "".join(
-        f"| [`{n}`](#{n.lower()}) | {_first_line(getattr(library, n))} |\n" for n in names
-    )
+    table = "".join(f"| [`{n}`](#{n.lower()}) | {_summary(n)} |\n" for n in names)
     return INTRO + table + "\n" + "\n".join(_section(n) for n in names).rstrip() + "\n"
 
 

@@ -2,7 +2,7 @@
 
 The method itself is the `intrinsic_memory` library (library/ in this repository); this
 package is what runs on it: the paper's case study as a scheduled meeting of role agents
-(`ima.graph.create_meeting`), the `ima` command line, evaluation against a memoryless
+(`ima.meeting`), the `ima` command line, evaluation against a memoryless
 baseline, long-term memory across runs, and the benchmarks.
 """
 

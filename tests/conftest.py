@@ -13,8 +13,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from ima.core.settings import RunContext
-from ima.graph.builder import compile_graph
+from ima.core.settings import MEETING_NEWS_WORDS, RunContext
+from ima.meeting.builder import compile_graph
 from ima.runs.registry import RunRegistry
 from ima.runs.runner import load_state
 from ima.tasks import Task, load_task
@@ -51,6 +51,36 @@ def rounds_to_finalize(task: Task, rejected_votes: int = 0) -> int:
     back = before[-1].rounds if before else 0
     retries = rejected_votes // consensus.rounds
     return sum(p.rounds for p in before) + rejected_votes + 1 + retries * back
+
+
+def stored_state(thread: str, db: str = "runs/ima.sqlite") -> dict[str, Any]:
+    """A run's latest state, read from its database (by default the one `ima run` makes in
+    the working folder)."""
+    registry = RunRegistry(db)
+    try:
+        record = registry.get(thread)
+    finally:
+        registry.close()
+    return load_state(record, db)
+
+
+def remembered_turns(values: dict[str, Any], news_words: int = MEETING_NEWS_WORDS) -> set[int]:
+    """The turns of a finished run that gave their speaker's memory something to keep
+    (news to it as it stood then: `IntrinsicMemory.is_news`); the others cost no update."""
+    from intrinsic_memory import IntrinsicMemory, only_markers
+    from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+
+    memory = IntrinsicMemory(FakeMessagesListChatModel(responses=[]), min_new_words=news_words)
+    news = set()
+    for turn in values["transcript"]:
+        speaker, index = turn["speaker"], turn["index"]
+        if only_markers(turn["content"]):
+            continue
+        before = [v for v in values["memory_log"] if v["role"] == speaker and v["turn"] < index]
+        shaped = memory.with_template(values["templates"][speaker])
+        if shaped.is_news(before[-1]["text"] if before else "", turn["content"]):
+            news.add(index)
+    return news
 
 
 def turns_to_finalize(task: Task, rejected_votes: int = 0) -> int:

@@ -55,3 +55,23 @@ def test_no_module_imports_itself_round_a_loop():
         if graph.chain_exists(importer=other, imported=module)
     ]
     assert loops == [], f"modules that import each other (directly or round a loop): {loops}"
+
+
+def test_the_examples_import_the_library_by_its_public_names_only():
+    """The examples are what users copy: they use `from intrinsic_memory import ...` alone (the
+    app and the benchmarks are held to it by an import contract)."""
+    import ast
+
+    def modules(node: ast.AST) -> list[str]:
+        if isinstance(node, ast.ImportFrom):
+            return [node.module or ""]
+        return [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+
+    reached = [
+        f"{path.name}:{node.lineno} {module}"
+        for path in sorted((ROOT / "examples").glob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        for module in modules(node)
+        if module.startswith("intrinsic_memory.")
+    ]
+    assert reached == [], f"import these from intrinsic_memory itself: {reached}"

@@ -1,8 +1,9 @@
 """The benchmark harness on BabyAI and TextWorld Commonsense (`ima bench babyai|twc`), and
 the cross-task arm on any benchmark: its chains start each task from the memory the
-previous one ended with, are queued as they go, and resume after an interruption (or a
-killed worker) to exactly the uninterrupted result. Scripted models, real graphs and
-real SQLite checkpoints; TWC on Java. (`ima bench pddl` itself: tests/test_pddl_bench.py.)
+previous one ended with, are queued as they go (each episode's job queues the next), and
+resume after an interruption (or a killed worker) to exactly the uninterrupted result.
+Scripted models, real graphs and real checkpoints (SQLite, and the private PostgreSQL for
+the workers); TWC on Java. (`ima bench pddl` itself: tests/test_pddl_bench.py.)
 """
 
 from __future__ import annotations
@@ -10,10 +11,10 @@ from __future__ import annotations
 import os
 import re
 import signal
-import sqlite3
 import time
 from pathlib import Path
 
+import psycopg
 import pytest
 from conftest import md_table, start_ima
 
@@ -22,7 +23,6 @@ from ima.core.errors import UserError
 from ima.evals.bench import episode as episode_module
 from ima.evals.bench.bench import Bench
 from ima.evals.bench.plan import BenchPlan, Episode
-from ima.evals.worker import Worker
 from ima.models.scripted import ScriptedChatModel
 from ima.planning import SolverSettings
 from ima.runs.database import open_database
@@ -115,10 +115,9 @@ def _plan(**changes) -> BenchPlan:
     return BenchPlan(**(fields | changes))
 
 
-def _run(bench: Bench, plan: BenchPlan) -> list[dict]:
+def _run(bench: Bench, plan: BenchPlan, concurrency: int = 1) -> list[dict]:
     bench.prepare(plan)
-    bench.enqueue(bench.pending(plan)[1])
-    bench.work(lambda kind, job, detail: None, poll=0.05)
+    bench.run_here(bench.pending(plan)[1], lambda kind, episode, detail: None, concurrency)
     return bench.rows()
 
 
@@ -142,16 +141,30 @@ def test_each_task_of_a_chain_starts_from_the_memory_the_previous_one_ended_with
     )
 
 
-def test_a_chain_is_queued_as_it_goes_for_workers_on_a_shared_database(tmp_path):
-    db = open_database(tmp_path / "shared.sqlite")
+def test_a_chain_is_queued_as_it_goes_for_workers_on_a_shared_database(cli, pg_url):
+    db = open_database(pg_url)
     bench = Bench("babyai", Path("evals/cross"), db)
     plan = _plan(arms=("none", "intrinsic-cross"))
     bench.prepare(plan)
     counts = bench.enqueue(bench.pending(plan)[1])
     assert (counts["queued"], counts["waiting"]) == (8, 4)  # 6 none + 2 chain starts
-    tally = Worker(db, poll=0.05).run(until_done=True)  # a plain `ima worker`
-    assert (tally.done, tally.failed) == (12, 0)
+    code, out, err = cli("worker", "--db", pg_url, "--until-done")  # a plain `ima worker`
+    assert code == 0 and "done: 12 job(s), 0 failed" in out, out + err
     assert len(bench.rows()) == 12
+    assert [r["after"] for r in bench.rows() if r["arm"] == "intrinsic-cross"][:3] == [
+        "",
+        f"intrinsic-cross/{LEVEL[0]}/s0",
+        f"intrinsic-cross/{LEVEL[1]}/s0",
+    ]
+
+
+def test_episodes_at_once_in_this_process_end_as_one_at_a_time(tmp_path):
+    """--concurrency on one machine: chains still run in order (each next episode starts
+    once its previous one is stored), and every episode ends as it does alone."""
+    plan = _plan(arms=("none", "intrinsic-cross"))
+    alone = _essentials(_run(Bench("babyai", tmp_path / "one"), plan))
+    together = _essentials(_run(Bench("babyai", tmp_path / "three"), plan, concurrency=3))
+    assert together == alone and len(alone) == 12
 
 
 def test_growing_a_family_whose_chains_exist_is_refused(tmp_path):
@@ -214,43 +227,43 @@ def test_a_chain_interrupted_mid_way_resumes_to_the_uninterrupted_result(tmp_pat
 
 
 @pytest.mark.slow
-def test_a_worker_killed_mid_chain_is_replaced_and_the_chain_ends_as_uninterrupted(tmp_path):
+def test_a_worker_killed_mid_chain_is_replaced_and_the_chain_ends_as_uninterrupted(
+    tmp_path, pg_url
+):
     env = {k: v for k, v in os.environ.items() if not k.startswith("IMA_")}
-    env["IMA_LEASE_SECONDS"] = "3"
+    env |= {"IMA_CONFIG": os.devnull, "IMA_JOB_STALL_SECONDS": "2"}
     model = "scripted:delay=0.05"
     args = ["--model", model, "--tasks", ",".join(LEVEL), "--arms", "intrinsic-cross"]
     args += ["--seeds", "1", "--step-limit", "8"]
     assert run_command(["bench", "babyai", *args, "--out", str(tmp_path / "straight")]) == 0
     reference = _essentials(Bench("babyai", tmp_path / "straight").rows())
 
-    db = str(tmp_path / "shared.sqlite")
-    queued = start_ima("bench", "babyai", *args, "--out", "ev", "--db", db, cwd=tmp_path, env=env)
+    queued = start_ima(
+        "bench", "babyai", *args, "--out", "ev", "--db", pg_url, cwd=tmp_path, env=env
+    )
     assert queued.wait(120) == 0, queued.communicate()
-    shared = Bench("babyai", Path("ev"), open_database(db)).shared
-    victim = start_ima("worker", "--db", db, "--poll", "0.2", cwd=tmp_path, env=env)
+    shared = Bench("babyai", Path("ev"), open_database(pg_url)).shared
+    victim = start_ima("worker", "--db", pg_url, cwd=tmp_path, env=env)
     second = Episode("intrinsic-cross", LEVEL[1], 0).thread_id("ev", "babyai")
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and _checkpoints(db, second) < 4:
+    while time.monotonic() < deadline and _checkpoints(pg_url, second) < 4:
         time.sleep(0.05)  # a few steps into the chain's second task
     victim.send_signal(signal.SIGKILL)
     victim.wait()
     assert len(shared.keys()) == 1, "killed mid-chain"
-    rescuer = start_ima(
-        "worker", "--db", db, "--until-done", "--poll", "0.2", cwd=tmp_path, env=env
-    )
+    rescuer = start_ima("worker", "--db", pg_url, "--until-done", cwd=tmp_path, env=env)
     out, err = rescuer.communicate(timeout=300)
     assert rescuer.returncode == 0, err
-    assert "done: 2 run(s), 0 failed" in out  # the cut task, then the one queued after it
-    rows = Bench("babyai", Path("ev"), open_database(db)).rows()
+    assert "done: 2 job(s), 0 failed" in out  # the cut task, then the one queued after it
+    rows = Bench("babyai", Path("ev"), open_database(pg_url)).rows()
     assert [r["resumed"] for r in rows] == [False, True, False]
     assert _essentials(rows) == reference
 
 
-def _checkpoints(db: str, thread: str) -> int:
-    with sqlite3.connect(db) as conn:
-        found = conn.execute("SELECT name FROM sqlite_master WHERE name = 'checkpoints'").fetchone()
-        if not found:
+def _checkpoints(url: str, thread: str) -> int:
+    with psycopg.connect(url) as conn:
+        if conn.execute("SELECT to_regclass('checkpoints')").fetchone()[0] is None:
             return 0
         return conn.execute(
-            "SELECT COUNT(*) FROM checkpoints WHERE thread_id = ?", (thread,)
+            "SELECT COUNT(*) FROM checkpoints WHERE thread_id = %s", (thread,)
         ).fetchone()[0]

@@ -313,7 +313,7 @@ def test_pddl_optimal_checks_the_stored_lengths_with_a_planner(tmp_path, capsys)
     """With a stand-in for pyperplan (run as a command, like the real one) that answers the
     stored plans, every check passes; one that finds a shorter plan fails the check."""
     from benchmarks import pddl_optimal
-    from ima.pddl import list_problems
+    from ima.environments.pddl import list_problems
 
     problems = sorted(list_problems(), key=lambda p: p.optimal_length)[:2]
     ids = [p.id for p in problems]

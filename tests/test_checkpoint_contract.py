@@ -14,7 +14,7 @@ from langgraph.checkpoint.postgres.base import MIGRATIONS
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from ima.core.settings import RunContext
-from ima.graph.builder import compile_graph
+from ima.meeting.builder import compile_graph
 from ima.runs.checkpoints import compact_thread
 from ima.runs.database import open_database
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
-from conftest import turns_to_finalize
+from conftest import remembered_turns, stored_state, turns_to_finalize
 
+from ima.meeting.design.document import Design
 from ima.tasks import TASKS_DIR
 
 
@@ -29,16 +30,17 @@ def test_run_writes_design_and_run_record(cli, tmp_path, task):
     assert record["memory_mode"] == "intrinsic"
     kinds = record["usage"]["by_kind"]
     assert set(kinds) == {"agent_turn", "memory_update", "documentation"}
-    assert kinds["agent_turn"]["calls"] == turns and kinds["memory_update"]["calls"] == turns
     run_dir = tmp_path / "runs" / "t1"
     assert json.loads((run_dir / "run.json").read_text()) == record
 
     # the files hold the run's own design and usage, as the checkpoint has them
     shown = json.loads(cli("show", "t1", "--json")[1])
+    remembered = len(remembered_turns(stored_state("t1")))  # a turn that is no news costs no update
+    assert kinds["agent_turn"]["calls"] == turns and kinds["memory_update"]["calls"] == remembered
     assert (run_dir / "design.md").read_text() == shown["final"]["markdown"] + "\n"
     spec = json.loads((run_dir / "design.json").read_text())
     assert spec == shown["final"]["spec"]
-    jsonschema.validate(spec, task.output_schema)
+    jsonschema.validate(spec, Design.json_schema())
     assert shown["usage"] == record["usage"]
     dea_turns = [t["usage"] for t in shown["transcript"] if t["speaker"] == "DEA"]
     dea = record["usage"]["by_agent_and_kind"]["DEA"]["agent_turn"]

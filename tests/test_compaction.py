@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from ima.core.settings import RunContext
-from ima.graph.builder import compile_graph
+from ima.meeting.builder import compile_graph
 from ima.runs.checkpoints import COMPACT_EVERY, KEEP_STEPS, compact_thread
 from ima.runs.database import open_database
 

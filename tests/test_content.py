@@ -7,7 +7,7 @@ import pytest
 
 from ima.core.errors import UserError
 from ima.core.ngrams import copied_share, ngram_set, ngrams, words
-from ima.evals.content import (
+from ima.measures.content import (
     content_metrics,
     content_summary,
     figure_grounding,
@@ -96,49 +96,35 @@ def test_figure_spellings_match_at_number_boundaries(spelling, text, found):
 
 
 FIGURES = [
-    KeyFigure(id="budget", text="USD 45,000", values=["45,000", "45k"]),
+    KeyFigure(id="budget", text="a cloud budget of USD 45,000", values=["45,000", "45k"]),
     KeyFigure(
         id="retention",
-        text="30 days",
+        text="unblurred raw data deleted after 30 days",
         values=["30 day"],
-        spec_field="storage.retention_days",
-        spec_value=30,
+        limit="at_most",
     ),
-    KeyFigure(id="events", text="5 years", values=["5 year"]),
+    KeyFigure(id="events", text="safety-event records kept 5 years", values=["5 year"]),
     KeyFigure(id="team", text="6 engineers", values=["6 engineers"]),
 ]
 
 
-def test_grounding_reports_design_spec_both_and_conflicts():
-    design = "Raw data is deleted after 30 days; events are kept 5 years; cost 40k of the 45k."
+def test_grounding_reports_design_spec_both_and_what_the_brief_contradicts(task: Task):
+    figures = task.model_copy(update={"key_figures": FIGURES})
+    design = "Raw data is deleted after 60 days; events are kept 5 years; cost 40k of the 45k."
     spec = {"storage": {"retention_days": 365}, "compliance": ["events kept 5 years"]}
-    g = figure_grounding(FIGURES, design, spec)
-    assert g["in_design"] == ["budget", "retention", "events"]
-    assert g["in_spec"] == ["events"]  # 365 is not the brief's 30; key names never count
+    g = figure_grounding(figures, design, spec)
+    assert g["in_design"] == ["budget", "events"]
+    assert g["in_spec"] == ["events"]  # key names never count
     assert g["in_both"] == ["events"]
-    assert g["conflicts"] == ["retention"]  # the text says 30, the spec's field 365
-    assert g["missing"] == ["team"]
-    assert (g["design"], g["spec"], g["both"]) == (0.75, 0.25, 0.25)
-
-    silent = figure_grounding(FIGURES, "no figures here", spec)
-    assert silent["conflicts"] == []  # the spec differs from the brief, not from the text
-    agreed = figure_grounding(FIGURES, design, {"storage": {"retention_days": 30}})
-    assert agreed["in_both"] == ["retention"] and agreed["conflicts"] == []
-    assert figure_grounding([], design, spec)["design"] is None
-
-
-def test_key_figures_are_checked_when_the_task_loads(task: Task):
-    data = task.model_dump()
-    data["key_figures"] = [
-        {"id": "x", "text": "x", "values": ["1"], "spec_field": "nope", "spec_value": 1}
-    ]
-    with pytest.raises(ValueError, match="spec_field 'nope' is not a property"):
-        Task.model_validate(data)
-    data["key_figures"] = [
-        {"id": "x", "text": "x", "values": ["1"], "spec_field": "storage.retention_days"}
-    ]
-    with pytest.raises(ValueError, match="spec_field and spec_value together"):
-        Task.model_validate(data)
+    assert g["conflicts"] == ["60 days (unblurred raw data deleted after 30 days)"]
+    assert g["missing"] == ["retention", "team"]
+    assert (g["design"], g["spec"], g["both"]) == (0.5, 0.25, 0.25)
+    agreed = figure_grounding(figures, "Raw data is deleted after 30 days.", None)
+    assert agreed["in_design"] == ["retention"] and agreed["conflicts"] == []
+    assert (
+        figure_grounding(task.model_copy(update={"key_figures": []}), design, spec)["design"]
+        is None
+    )
 
 
 def test_the_bundled_task_lists_the_briefs_key_figures(task: Task):
@@ -147,7 +133,7 @@ def test_the_bundled_task_lists_the_briefs_key_figures(task: Task):
             "raw-retention", "training-retention", "event-retention", "availability", "backlog",
             "budget", "team"} <= ids  # fmt: skip
     # every figure is stated by the brief itself in one of its spellings
-    unstated = figure_grounding(task.key_figures, task.description, None)["missing"]
+    unstated = figure_grounding(task, task.description, None)["missing"]
     assert unstated == []
 
 
@@ -184,14 +170,20 @@ def test_state_content_and_summary_for_ima_show(task: Task, run_graph):
     assert summary["figures_in_design"].endswith(f"/{total}")
     assert set(summary) == {
         "figures_in_design",
-        "figures_in_spec",
-        "figures_in_both",
         "figure_conflicts",
         "parroting_turns_pct",
         "parroting_design_pct",
         "repetition_turns_pct",
         "in_view_last_turn_pct",
+        "design_junk_lines",
+        "components_justified",
+        "requirements_addressed",
+        "requirements_open",
+        "unit_errors",
+        "memory_restated_pairs",
+        "memory_foreign_script",
     }
+    assert summary["design_junk_lines"] == 0
     assert 0 <= summary["parroting_turns_pct"] <= 100
     assert 0 <= summary["in_view_last_turn_pct"] <= 100
 

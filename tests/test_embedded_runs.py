@@ -6,7 +6,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from ima.core.settings import RunContext
-from ima.graph.builder import compile_graph
+from ima.meeting.builder import compile_graph
 
 pytestmark = pytest.mark.model
 

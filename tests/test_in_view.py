@@ -13,7 +13,7 @@ import pytest
 from ima.core.state import zero_usage
 from ima.evals.comparison import Cell
 from ima.evals.report import markdown_report
-from ima.method.in_view import in_view_at_last_turn, memory_at_turn
+from ima.measures.in_view import in_view_at_last_turn, memory_at_turn
 from ima.runs.registry import RunRegistry
 from ima.runs.runner import load_state
 

@@ -7,6 +7,7 @@ machine, and the outcome must not depend on it."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -131,30 +132,40 @@ def test_ctrl_c_once_the_run_exists_says_how_to_resume_and_nothing_is_lost(tmp_p
     assert resumed.returncode == 0, resumed.stderr
 
 
-@pytest.mark.parametrize(
-    ("args", "moment", "line"),
-    [
-        (
-            ("worker", "--db", "queue.sqlite"),
-            printed("waiting: no evaluation queue"),
-            "stopped: a run it held is free again",
-        ),
-        (
-            ("eval", "--model", "scripted:delay=0.2", "--judge-model", "scripted", "--out", "ev"),
-            lambda w: _any_turn(w.cwd / "ev" / "ima.sqlite"),
-            "interrupted: 0 runs are stored in",
-        ),
-    ],
-    ids=["worker", "eval"],
-)
-def test_ctrl_c_in_a_long_command_is_its_own_line_and_exit_130(tmp_path, args, moment, line):
-    sqlite3.connect(tmp_path / "queue.sqlite").close()  # a database with nothing queued
+def test_ctrl_c_in_a_long_command_is_its_own_line_and_exit_130(tmp_path):
+    args = ("eval", "--model", "scripted:delay=0.2", "--judge-model", "scripted", "--out", "ev")
     watched = Watched(ima(*args), tmp_path)
-    watched.wait_for(moment, "the command at work")
+    watched.wait_for(lambda w: _any_turn(w.cwd / "ev" / "ima.sqlite"), "the command at work")
     code, said = watched.interrupt()
     assert code == 130, said
-    assert len(said) == 1 and said[0].startswith(line), said
+    assert len(said) == 1 and said[0].startswith("interrupted: 0 runs are stored in"), said
     assert not any("Traceback" in line for line in watched.out + watched.err)
+
+
+def test_ctrl_c_stops_a_worker_in_one_line_and_its_job_goes_back_to_the_queue(tmp_path, pg_url):
+    """procrastinate's worker stops on SIGINT; the running job ends at its next step and
+    is queued again (not failed), to resume from its checkpoint."""
+    args = ("--model", "scripted:delay=0.2", "--pairs", "1", "--out", "ev", "--db", pg_url)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IMA_")}
+    queued = subprocess.run(ima("eval", *args), cwd=tmp_path, env=env, capture_output=True)
+    assert queued.returncode == 0, queued.stderr
+    watched = Watched(ima("worker", "--db", pg_url), tmp_path)
+    watched.wait_for(printed("started ev · "), "a job running")
+    code, said = watched.interrupt()
+    assert code == 130, said
+    assert said == [
+        "stopped: its unfinished jobs are back in the queue and continue from their last checkpoint"
+    ]
+    assert not any("Traceback" in line for line in watched.out + watched.err)
+    found = subprocess.run(
+        [sys.executable, "-m", "ima", "eval", "status", "--db", pg_url, "--json"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    counts = json.loads(found.stdout)["evaluations"]["ev"]
+    assert (counts["queued"], counts["failed"], counts["stored"]) == (2, 0, 0)
 
 
 def test_the_installed_program_is_the_entry_that_handles_ctrl_c_at_start_up():

@@ -7,12 +7,13 @@ import threading
 import time
 from typing import Any
 
+from conftest import remembered_turns
 from langchain_core.callbacks import BaseCallbackHandler
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from ima.core.settings import RunContext
-from ima.graph.builder import compile_graph
+from ima.meeting.builder import compile_graph
 
 
 class CallTimes(BaseCallbackHandler):
@@ -65,12 +66,12 @@ def test_each_memory_update_runs_beside_the_next_turn(task):
     calls = sorted(times.calls.values(), key=lambda c: c[2])
     updates = [c for c in calls if c[0] == "memory_update"]
     turns = [c for c in calls if c[0] == "agent_turn"]
-    assert len(updates) == len(turns) == len(out["transcript"])
+    assert len(turns) == len(out["transcript"]) and len(updates) == len(remembered_turns(out))
     overlapping = [
         u for u in updates if any(t[1] != u[1] and t[2] < u[3] and u[2] < t[3] for t in turns)
     ]
-    # all but the last update (it finishes before the documentation starts)
-    assert len(overlapping) == len(updates) - 1
+    # all but an update after the last turn (it finishes before the documentation starts)
+    assert len(overlapping) >= len(updates) - 1
     documentation = next(c for c in calls if c[0] == "documentation")
     assert all(u[3] <= documentation[2] for u in updates)  # joined before documentation
 

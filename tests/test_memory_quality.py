@@ -7,14 +7,14 @@ import json
 import re
 
 import pytest
+from conftest import remembered_turns, stored_state
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.checkpoint.memory import InMemorySaver
 
 from ima.core.settings import RunContext
 from ima.evals.metrics import metrics_for
-from ima.graph.builder import compile_graph
-from ima.method.memory_quality import (
+from ima.measures.memory_quality import (
     memory_prompt_sources,
     memory_report,
     repair_totals,
@@ -22,6 +22,7 @@ from ima.method.memory_quality import (
     retention_by_agent,
     retention_summary,
 )
+from ima.meeting.builder import compile_graph
 from ima.models.scripted import ScriptedChatModel
 from ima.runs.outputs import run_record
 from ima.view import render_view
@@ -144,7 +145,7 @@ def test_answers_cut_off_or_malformed_are_repaired_never_stored_and_counted(repa
     assert not any("CUT-OFF-FRAGMENT" in v["text"] for v in log)  # nothing cut is stored
     assert all(v["mode"] == mode for v in log)
     totals = repair_totals(values["memory_log"])
-    assert totals["updates"] == len(log) == len(values["transcript"])
+    assert totals["updates"] == len(log) == len(remembered_turns(values))
     if mode == "rewrite":
         cut = [v for v in log if v["cut_off"]]
         assert 0 < len(cut) < len(log)
@@ -171,7 +172,7 @@ def test_repairs_and_retention_reach_run_json_show_and_the_view(repaired_run, ta
     report = memory_report(task, values)
     assert set(report["retention"]["agents"]) == set(task.speakers)
     shares = [v["retention"] for a in report["retention"]["agents"].values() for v in a["versions"]]
-    assert len(shares) == len(values["transcript"]) and max(shares) > 0
+    assert len(shares) == len(remembered_turns(values)) and max(shares) > 0
 
     page = render_view(record | {"roles": {r.id: r.name for r in task.roles}}, values, task)
     assert 'id="retention-chart"' in page
@@ -194,7 +195,7 @@ def test_ima_show_gives_retention_per_agent_and_the_runs_repairs(cli):
     assert cli("run", "--model", "scripted", "--thread", "m1", "--memory-update", "edit")[0] == 0
     shown = json.loads(cli("show", "m1", "--json")[1])
     memory = shown["memory"]
-    assert memory["repairs"]["updates"] == len(shown["transcript"])
+    assert memory["repairs"]["updates"] == len(remembered_turns(stored_state("m1")))
     assert set(memory["retention"]["agents"]) == {t["speaker"] for t in shown["transcript"]}
     for agent in memory["retention"]["agents"].values():
         assert agent["end"] == agent["versions"][-1]["retention"]

@@ -12,6 +12,8 @@ from conftest import turns_to_finalize
 from fake_ollama import FakeOllama
 from tenacity import wait_none
 
+from ima.meeting.design.parts import summary_schema
+
 
 def meeting_responder(messages: list[dict[str, Any]], request: dict[str, Any]) -> str:
     """Answers like a cooperative agent, by reading the prompt as a model would."""
@@ -56,8 +58,8 @@ def test_run_through_ollama_reports_the_servers_token_counts(cli, ollama, task):
     assert total["estimated_calls"] == 0
     chats = ollama.chats
     assert all(c["options"]["seed"] == 3 and c["options"]["temperature"] == 0 for c in chats)
-    # constrained JSON for the specification (Ollama `format`, through with_structured_output)
-    assert chats[-1]["format"] == {"title": "specification", **task.output_schema}
+    # constrained JSON for the design's parts (Ollama `format`, through with_structured_output)
+    assert chats[-1]["format"] == summary_schema()
     # output bounded: 1.5 x the word limit (the facilitator, who opens, has half of 80)
     assert chats[0]["options"]["num_predict"] == 60
 

@@ -1,4 +1,4 @@
-"""The PDDL benchmark's problems and text environment (ima.pddl), offline and fast.
+"""The PDDL benchmark's problems and text environment (ima.environments.pddl), offline and fast.
 
 The problems are data a benchmark depends on: every stored optimal plan must be valid and
 reach the goal in exactly its stored length (and first at its last step), and for the short
@@ -17,7 +17,7 @@ from collections import Counter
 import pytest
 
 from ima.core.errors import UserError
-from ima.pddl import (
+from ima.environments.pddl import (
     PROBLEMS_DIR,
     Env,
     get_domain,
@@ -26,7 +26,7 @@ from ima.pddl import (
     list_problems,
     parse_action,
 )
-from ima.pddl.engine import compile_problem
+from ima.environments.pddl.engine import compile_problem
 
 PROBLEMS = list_problems()
 

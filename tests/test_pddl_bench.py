@@ -1,4 +1,4 @@
-"""`ima bench pddl`: episodes on the evaluation queue, resumed after an interruption with
+"""`ima bench pddl`: episodes run here or by workers, resumed after an interruption with
 the same results, workers on a shared database, the report and its pages, and bad input
 refused in one line. Scripted models only (the scripted walker reads the valid actions the
 environment lists, so episodes are real and differ by seed); one short embedded-model test.
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from pathlib import Path
 
+import psycopg
 import pytest
 from conftest import md_table
 
@@ -18,7 +18,6 @@ from ima.cli.app import run_command
 from ima.evals.bench import episode as episode_module
 from ima.evals.bench.bench import Bench
 from ima.evals.bench.plan import BenchPlan
-from ima.evals.worker import Worker
 from ima.models.scripted import ScriptedChatModel
 from ima.planning import SolverSettings
 from ima.runs.database import open_database
@@ -68,13 +67,12 @@ def _essentials(rows: list[dict]) -> dict[str, dict]:
     return out
 
 
-def _run(directory: Path, notify=lambda kind, job, detail: None) -> Bench:
+def _run(directory: Path, notify=lambda kind, episode, detail: None) -> Bench:
     bench = Bench("pddl", directory)
     plan = BenchPlan(**PLAN)
     bench.prepare(plan)
     _, todo = bench.pending(plan)
-    bench.enqueue(todo)
-    bench.work(notify, poll=0.05)
+    bench.run_here(todo, notify)
     return bench
 
 
@@ -111,26 +109,30 @@ def test_an_interrupted_benchmark_resumes_to_the_same_results(tmp_path, monkeypa
     assert sum(r["resumed"] for r in resumed) == 1  # the episode cut short went on
     assert _essentials(resumed) == reference
     # the same command once more runs nothing and changes nothing
-    again = _run(tmp_path / "stopped", notify=lambda kind, job, d: pytest.fail(f"ran {job.key}"))
+    again = _run(tmp_path / "stopped", notify=lambda kind, e, d: pytest.fail(f"ran {e.key}"))
     assert _essentials(again.rows()) == reference
 
 
-def test_workers_on_a_shared_database_run_the_queued_episodes(tmp_path):
-    db = open_database(tmp_path / "shared.sqlite")
+def test_workers_on_a_shared_database_run_the_queued_episodes(tmp_path, cli, pg_url):
+    db = open_database(pg_url)
     bench = Bench("pddl", Path("benchmarks/pddl-small"), db)
     plan = BenchPlan(**PLAN)
     bench.prepare(plan)
     counts = bench.enqueue(bench.pending(plan)[1])
     assert counts["queued"] == 12
-    tally = Worker(db, poll=0.05).run(until_done=True)  # a plain `ima worker`
-    assert (tally.done, tally.failed) == (12, 0)
+    code, out, err = cli("worker", "--db", pg_url, "--until-done")  # a plain `ima worker`
+    assert code == 0 and "done: 12 job(s), 0 failed" in out, out + err
     rows = bench.rows()
     assert _essentials(rows) == _essentials(_run(tmp_path / "local").rows())
     assert all(r["thread_id"].startswith("benchmarks-pddl-small--pddl-") for r in rows)
     # an ended episode keeps its last checkpoint only (its row holds every step)
-    with sqlite3.connect(tmp_path / "shared.sqlite") as conn:
+    with psycopg.connect(pg_url) as conn:
         kept = dict(conn.execute("SELECT thread_id, COUNT(*) FROM checkpoints GROUP BY thread_id"))
     assert len(kept) == 12 and set(kept.values()) == {1}
+    # the report says what the job table holds
+    made = bench.report()
+    assert made["jobs"]["counts"]["done"] == 12 and made["jobs"]["failures"] == []
+    assert "From the job table: 12 done, 0 queued" in made["report"].read_text()
 
 
 def _cli(*args: str) -> int:

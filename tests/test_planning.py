@@ -13,8 +13,8 @@ import re
 import pytest
 from pydantic import Field
 
+from ima.environments.pddl import get_problem
 from ima.models.scripted import ScriptedChatModel
-from ima.pddl import get_problem
 from ima.planning import (
     ARMS,
     CHECK,

@@ -8,7 +8,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from ima.core.settings import RunContext
-from ima.graph.builder import compile_graph
+from ima.meeting.builder import compile_graph
 
 
 def test_interrupt_before_finalize_then_feedback_then_approval(task):

@@ -56,7 +56,7 @@ def test_without_finalize_after_two_asks_documentation_starts_on_the_fallback(ru
     assert speakers == expected_round() * rounds_to_finalize(task) + ["CDA", "CDA"]
     assert not any("FINALIZE" in t["flags"] for t in out["transcript"])
     assert out["handoff"] == "fallback" and out["status"] == "finalized"
-    assert out["final"]["valid"]
+    assert out["final"]["spec"]["components"]
 
 
 def test_consensus_votes_are_recorded(run_graph):
@@ -93,7 +93,7 @@ def test_turn_cap_ends_the_run_with_documentation(run_graph):
     out = run_graph(turn_cap=7)
     assert len(out["transcript"]) == 7
     assert out["status"] == "turn_cap"
-    assert out["final"]["valid"]  # what the run has is still written up
+    assert out["final"]["spec"]["components"]  # what the run has is still written up
 
 
 def test_the_voting_phase_is_the_schedules_last_whatever_its_name(task):
@@ -103,7 +103,7 @@ def test_the_voting_phase_is_the_schedules_last_whatever_its_name(task):
     from langgraph.checkpoint.memory import InMemorySaver
 
     from ima.core.settings import RunContext
-    from ima.graph.builder import compile_graph
+    from ima.meeting.builder import compile_graph
     from ima.tasks import Task
 
     data = task.model_dump()

@@ -30,8 +30,8 @@ import pytest
 import yaml
 from langgraph_sdk import get_client
 
-from ima.graph.builder import compile_graph
-from ima.nodes.memory_update import memory_node_name
+from ima.meeting.builder import compile_graph
+from ima.meeting.nodes.memory_update import memory_node_name
 from ima.tasks import Task, load_task
 
 pytestmark = pytest.mark.slow
@@ -297,7 +297,7 @@ def test_studio_forms(server: str) -> None:
     assert fields["template"]["enum"] == ["generic", "manual", "llm"]
     assert found["input_schema"] is not None, (
         "no input schema: pydantic on Python < 3.12 needs typing_extensions.TypedDict in "
-        "ima/graph/state.py"
+        "ima/meeting/state.py"
     )
     assert set(found["input_schema"]["properties"]) == {"brief"}
     assert not found["input_schema"].get("required")

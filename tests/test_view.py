@@ -18,7 +18,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
-from ima.graph.builder import compile_graph
+from ima.meeting.builder import compile_graph
 from ima.runs.outputs import usage_totals
 from ima.tasks import Task
 from ima.view import render_view, write_view
@@ -240,10 +240,10 @@ def test_usage_and_outcome_sections(finished):
         assert chart in page.ids
     design = page.text_by_id["design"]
     assert "Summary" in design and "High-level plan" in design
-    assert "valid against the task's schema" in page.text_by_id["spec"]
-    assert '"pipeline_name"' in page.text_by_id["spec"]
+    assert "the design above, as data" in page.text_by_id["spec"]
+    assert '"components"' in page.text_by_id["spec"]
     record = page.text_by_id["run-record"]
-    for expected in ("scripted", "finalized", "1600", "data-pipeline v2"):
+    for expected in ("scripted", "finalized", "1600", "data-pipeline v3"):
         assert expected in record
 
 

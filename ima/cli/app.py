@@ -25,12 +25,13 @@ from ima.cli.evaluate import eval_app
 from ima.cli.memory import memory_app
 from ima.cli.options import DbOpt, JsonOpt, TaskOpt
 from ima.cli.settings_options import GivenSettings, with_run_settings
-from ima.cli.workers import status_command, worker_command
+from ima.cli.workers import cancel_command, retry_command, status_command, worker_command
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
-from ima.evals.content import content_summary, state_content
-from ima.graph.builder import compile_graph
-from ima.method.memory_quality import memory_report
+from ima.evals.jobs import queueing
+from ima.measures.content import content_summary, state_content
+from ima.measures.memory_quality import memory_report
+from ima.meeting.builder import compile_graph
 from ima.models import agent_model, describe_model, memory_model
 from ima.models.errors import describe
 from ima.runs.database import Database, disk_full, open_database
@@ -60,6 +61,8 @@ app = typer.Typer(
 )
 app.add_typer(memory_app, name="memory")
 eval_app.command("status")(status_command)
+eval_app.command("cancel")(cancel_command)
+eval_app.command("retry")(retry_command)
 app.add_typer(eval_app, name="eval")
 app.add_typer(bench_app, name="bench")
 console = Console()
@@ -260,6 +263,14 @@ def run(
             "only its newest steps while it runs and its final state once it ends.",
         ),
     ] = False,
+    queue: Annotated[
+        bool,
+        typer.Option(
+            "--queue",
+            help="Register the run and queue it for `ima worker`s (a PostgreSQL --db) "
+            "instead of running it here.",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Run a task: agents discuss in phases, vote, and the finaliser writes the design.
@@ -271,7 +282,8 @@ def run(
     Examples:\n
       ima run\n
       ima run --memory none --seed 3\n
-      ima run --model ollama:qwen2.5:7b --template llm --budget 4096
+      ima run --model ollama:qwen2.5:7b --template llm --budget 4096\n
+      ima run --queue --db postgresql://ima@db-host/ima   (a worker runs it)
     """
     given = dict(settings or {})
     if approve:
@@ -290,6 +302,8 @@ def run(
         if not brief:
             raise UserError(f"brief file {brief_file} is empty")
     path = _db(db)
+    if queue:
+        queueing.engine_database(path, "queue", "run `ima run` without --queue")  # first
     record = create_run(
         task_ref=task,
         memory_mode=memory,
@@ -300,6 +314,9 @@ def run(
         brief=brief,
         keep_history=keep_history,
     )
+    if queue:
+        _queue(record, path, as_json)
+        return
     with _resumable(record):
         if not as_json:
             console.print(
@@ -313,6 +330,25 @@ def run(
             )
             _print_models(settings)
         _execute(record, path, as_json, show_memory, approve)
+
+
+def _queue(record: RunRecord, db: Database, as_json: bool) -> None:
+    record.status = "queued"
+    with RunRegistry(db) as registry:
+        registry.save(record)
+    job = queueing.queue_run(db, record.thread_id)  # type: ignore[arg-type]
+    if as_json:
+        print(json.dumps({"thread_id": record.thread_id, "status": "queued", "job": job}))
+        return
+    console.print(
+        Text(
+            f"queued {record.thread_id} in {db.label} (job {job})\n"
+            f"start workers (any machine): ima worker --db {db.label}\n"
+            f"watch: ima eval status --db {db.label}; then ima show {record.thread_id} "
+            f"--db {db.label}"
+        ),
+        soft_wrap=True,
+    )
 
 
 def _print_models(settings: RunContext) -> None:

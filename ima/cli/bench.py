@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from intrinsic_memory.manager import DEFAULT_MEMORY_TOKENS
+from intrinsic_memory import DEFAULT_MEMORY_TOKENS
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -25,14 +25,15 @@ from ima.cli.errors import Interrupted
 from ima.cli.settings_options import setting_option
 from ima.core.errors import UserError
 from ima.core.settings import RunContext
+from ima.environments.pddl import list_domains
 from ima.evals.bench.bench import Bench
 from ima.evals.bench.plan import BenchPlan, Episode, select_tasks
 from ima.evals.bench.report import summarize, summarize_oracle
-from ima.evals.queue import Job
+from ima.evals.jobs import queueing
+from ima.evals.jobs.local import check_concurrency
 from ima.models import describe_model, load_chat_model
-from ima.pddl import list_domains
 from ima.planning import ARMS, SolverSettings, get_adapter, parse_arms
-from ima.runs.database import is_url, open_database
+from ima.runs.database import PostgresDatabase, open_database
 
 console = Console()
 bench_app = typer.Typer(
@@ -93,8 +94,23 @@ DbOpt = Annotated[
     str | None,
     typer.Option(
         "--db",
-        help="Queue the episodes in a shared database (postgresql://USER@HOST:PORT/DBNAME, "
-        "or a SQLite file) for `ima worker`s, instead of running them here.",
+        help="A PostgreSQL database (postgresql://USER@HOST:PORT/DBNAME): queue the episodes "
+        "there for `ima worker`s on any machine. A SQLite file: run them here, stored there "
+        "(default OUT/ima.sqlite).",
+    ),
+]
+ConcurrencyOpt = Annotated[
+    int | None,
+    typer.Option(
+        help="Episodes run at once in this process (default 1, or IMA_JOB_CONCURRENCY): more "
+        "only for a model server that serves several calls at once, like Ollama.",
+    ),
+]
+RetriesOpt = Annotated[
+    int | None,
+    typer.Option(
+        help="With a PostgreSQL --db: times a failed episode is queued again (default 2, or "
+        "IMA_JOB_RETRIES).",
     ),
 ]
 ReportOnlyOpt = Annotated[
@@ -118,6 +134,8 @@ class Options:
     temperature: float
     out: Path
     db: str | None
+    concurrency: int | None
+    retries: int | None
     report_only: bool
 
 
@@ -159,6 +177,8 @@ def pddl_command(
     temperature: TemperatureOpt = BENCH_TEMPERATURE,
     out: OutOpt = Path("evals/pddl"),
     db: DbOpt = None,
+    concurrency: ConcurrencyOpt = None,
+    retries: RetriesOpt = None,
     report_only: ReportOnlyOpt = False,
 ) -> None:
     """Run the paper's PDDL planning benchmark: memory arms x problems x seeds, then a report
@@ -176,6 +196,7 @@ def pddl_command(
       ima bench pddl --problems blocksworld-03 --seeds 1 --step-limit 10\n
       ima bench pddl --domains gripper --arms intrinsic-generic,intrinsic-cross --seeds 3\n
       ima bench pddl --report-only --out evals/pddl\n
+      ima bench pddl --model ollama:gemma3:12b --concurrency 4   (4 episodes at once)\n
       ima bench pddl --db postgresql://ima@db-host/ima   (then: ima worker, ima eval status)
     """
     # every parameter but the choice of tasks (the first statement: locals() holds just them)
@@ -209,6 +230,8 @@ def babyai_command(
     temperature: TemperatureOpt = BENCH_TEMPERATURE,
     out: OutOpt = Path("evals/babyai"),
     db: DbOpt = None,
+    concurrency: ConcurrencyOpt = None,
+    retries: RetriesOpt = None,
     report_only: ReportOnlyOpt = False,
 ) -> None:
     """Run the BabyAI benchmark (in the paper authors' newer public code): the bundled
@@ -257,6 +280,8 @@ def twc_command(
     temperature: TemperatureOpt = BENCH_TEMPERATURE,
     out: OutOpt = Path("evals/twc"),
     db: DbOpt = None,
+    concurrency: ConcurrencyOpt = None,
+    retries: RetriesOpt = None,
     report_only: ReportOnlyOpt = False,
 ) -> None:
     """Run the TextWorld Commonsense benchmark (the closest offline cousin of the paper's
@@ -284,6 +309,9 @@ def _bench(
 ) -> None:
     database = open_database(o.db) if o.db else None
     bench = Bench(env, o.out, database)
+    engine = isinstance(bench.db, PostgresDatabase)
+    if engine:
+        queueing.engine_database(bench.db)
     if o.report_only:
         if not bench.db.exists():
             raise UserError(f"no {env} benchmark at {bench.where}: check --out and --db")
@@ -307,6 +335,9 @@ def _bench(
         settings=settings,
         command=shlex.join(["ima", *sys.argv[1:]]) if sys.argv[1:2] == ["bench"] else "",
     )
+    concurrency = check_concurrency(o.concurrency, [plan.model])
+    if engine:
+        queueing.refuse_cancelled(bench.db, bench.name)  # type: ignore[arg-type]
     bench.prepare(plan)
     done, todo = bench.pending(plan)
     total = len(done) + len(todo)
@@ -318,13 +349,12 @@ def _bench(
     )
     agents = load_chat_model(plan.model, plan.base_seed, plan.temperature, plan.call_timeout)
     console.print(f"agents: {describe_model(agents)}", highlight=False)
-    counts = bench.enqueue(todo)
-    if not bench.local:
-        _queued(bench, len(done), counts)
+    if engine:
+        _queued(bench, len(done), bench.enqueue(todo, o.retries))
         return
     if done:
         console.print(f"continuing: {len(done)} of {total} episodes already stored")
-    tally = _work(bench, len(done), total)
+    tally = _work(bench, todo, len(done), total, concurrency)
     _report(bench)
     if tally.failed:
         console.print(
@@ -341,11 +371,12 @@ def _queued(bench: Bench, done: int, counts: dict[str, int]) -> None:
         else ""
     )
     console.print(
-        f"queued in {escape(bench.db.label)}: {done} stored · {counts['queued']} queued · "
-        f"{counts['running']} running · {counts['failed']} failed{waiting}",
+        f"queued in {escape(bench.db.label)} as [bold]{escape(bench.name)}[/bold]: {done} "
+        f"stored · {counts['queued']} queued · {counts['running']} running · "
+        f"{counts['failed']} failed{waiting}",
         highlight=False,
     )
-    target = bench.db.label if is_url(bench.db.label) else str(Path(bench.db.label).resolve())
+    target = bench.db.label
     report = ["ima", "bench", bench.env, "--report-only", "--out", str(bench.directory)]
     console.print(
         Text(
@@ -357,11 +388,11 @@ def _queued(bench: Bench, done: int, counts: dict[str, int]) -> None:
     )
 
 
-def _work(bench: Bench, done: int, total: int) -> Any:
+def _work(bench: Bench, todo: list[Episode], done: int, total: int, concurrency: int) -> Any:
     progress = job_progress(console, bench.env, "episodes")
 
-    def notify(kind: str, job: Job, detail: dict[str, Any]) -> None:
-        label = Episode.from_run(job.run).label
+    def notify(kind: str, episode: Episode, detail: dict[str, Any]) -> None:
+        label = episode.label
         if kind == "start":
             progress.doing = f"{label}: starting"
         elif kind == "event":
@@ -374,7 +405,7 @@ def _work(bench: Bench, done: int, total: int) -> Any:
             )
             progress.advance(bar)
             progress.doing = ""
-        elif kind in ("failed", "lost"):
+        elif kind == "failed":
             progress.console.print(
                 f"[red]✗[/red] {label}: {escape(detail['error'])}", highlight=False
             )
@@ -382,7 +413,7 @@ def _work(bench: Bench, done: int, total: int) -> Any:
     with progress:
         bar = progress.add_task(bench.env, total=total, completed=done)
         try:
-            return bench.work(notify)
+            return bench.run_here(todo, notify, concurrency)
         except KeyboardInterrupt:
             progress.stop()
             stored = len(bench.shared.keys())

@@ -6,7 +6,6 @@ the terminal as plain `Text`, never as rich markup: `[bold]` in a turn stays `[b
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
@@ -24,11 +23,10 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.status import Status
-from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from ima.method.memory_quality import describe_repairs
+from ima.measures.memory_quality import describe_repairs
 from ima.runs.outputs import usage_totals
 from ima.runs.registry import RunRecord
 
@@ -193,13 +191,9 @@ def usage_table(usage: dict[str, Any]) -> Table:
 def final_view(values: dict[str, Any]) -> Group:
     final = values.get("final") or {}
     parts: list[Any] = [Markdown(final.get("markdown", "") or "_no documentation_")]
-    if final.get("spec") is not None:
-        parts.append(Syntax(json.dumps(final["spec"], indent=2), "json", word_wrap=True))
-    if final.get("error"):
-        parts.append(Text(f"specification invalid: {final['error']}", style="red"))
     if final.get("missing"):
         missing = ", ".join(final["missing"])
-        parts.append(Text(f"design sections the documentation step left missing: {missing}"))
+        parts.append(Text(f"design parts the documentation step left missing: {missing}"))
     return Group(*parts)
 
 
@@ -300,15 +294,20 @@ def show_json(record: RunRecord, values: dict[str, Any]) -> dict[str, Any]:
 
 
 CONTENT_ROWS = {
-    "figures_in_design": "key figures of the brief the design states",
-    "figures_in_spec": "key figures the JSON specification states",
-    "figures_in_both": "key figures in both",
-    "figure_conflicts": "figures where the specification contradicts the design",
+    "figures_in_design": "key figures of the brief the design states (in its own words)",
+    "figure_conflicts": "figures of the design the brief contradicts",
+    "design_junk_lines": "design lines that are votes, instructions or residue",
+    "components_justified": "components with a technology and a justification of their own",
+    "requirements_addressed": "requirements the design says how it meets, in its own words",
+    "requirements_open": "requirements left open",
+    "unit_errors": "figures in a unit of the wrong kind",
     "parroting_turns_pct": "parroting: share of a turn copied from the brief, prompts or "
     "earlier turns (%)",
     "parroting_design_pct": "parroting in the final design (%)",
     "repetition_turns_pct": "repetition: share of a turn repeating the agent's earlier turns (%)",
     "in_view_last_turn_pct": "own key items in view at each agent's last turn, mean (%)",
+    "memory_restated_pairs": "pairs of notes in one memory that restate each other",
+    "memory_foreign_script": "memory notes in a script the brief does not use",
 }
 
 

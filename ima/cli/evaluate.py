@@ -1,6 +1,7 @@
 """`ima eval`: paired runs of intrinsic memory and the baseline, judged, stored, reported;
-with `--db`, queued in a shared database for `ima worker`s (`ima eval status` shows
-progress); `ima eval calibrate`: how well the judge tells good designs from bad ones.
+run here (SQLite), or with a PostgreSQL `--db` queued as jobs for `ima worker`s (`ima eval
+status`, `cancel` and `retry` manage them); `ima eval calibrate`: how well the judge tells
+good designs from bad ones.
 
 Register it on the `ima` app with `app.add_typer(eval_app, name="eval")`. `eval` is a group
 whose callback is the evaluation itself (run when no sub-command follows), so `ima eval
@@ -12,7 +13,6 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -31,14 +31,16 @@ from ima.core.settings import RunContext
 from ima.evals.bench.plan import is_bench
 from ima.evals.calibration import find_calibration
 from ima.evals.content_runs import fill_content
+from ima.evals.jobs import queueing
+from ima.evals.jobs.local import check_concurrency
 from ima.evals.judge import METRICS
-from ima.evals.queue import SharedEvaluation, eval_name
 from ima.evals.report import write_report
-from ima.evals.runner import EvalPlan, Evaluation, Event
+from ima.evals.runner import EvalPlan, Evaluation, Event, plan_from_config
+from ima.evals.shared import SharedEvaluation, eval_name, in_order
 from ima.evals.store import ResultsStore
 from ima.evals.terminal import print_report
 from ima.models import agent_model, describe_model, load_chat_model
-from ima.runs.database import Database, open_database
+from ima.runs.database import Database, PostgresDatabase, open_database
 from ima.storage.targets import is_url
 from ima.tasks import load_task
 
@@ -102,13 +104,18 @@ def _report(
 
 
 def _shared_database(db: str | None) -> Database | None:
-    """The shared database: --db, or IMA_DB when it is a postgresql:// URL (a local
-    evaluation keeps its own SQLite file in its directory, as always)."""
+    """The evaluation's database: --db, or IMA_DB when it is a postgresql:// URL (a local
+    evaluation keeps its own SQLite file in its directory, as always). PostgreSQL: with
+    procrastinate's tables of this version, applied on first use."""
     if db:
-        return open_database(db)
-    if is_url(os.environ.get("IMA_DB", "")):
-        return open_database(None)
-    return None
+        database = open_database(db)
+    elif is_url(os.environ.get("IMA_DB", "")):
+        database = open_database(None)
+    else:
+        return None
+    if isinstance(database, PostgresDatabase):
+        queueing.engine_database(database)
+    return database
 
 
 def report_only(
@@ -133,6 +140,9 @@ def report_only(
         if not store.path.exists():
             raise UserError(f"no {store.path}: run `ima eval --out {directory}` first")
     rows = store.load()
+    config = store.read_config()
+    if isinstance(store, SharedEvaluation) and config is not None:
+        rows = in_order(rows, [r.key for r in plan_from_config(config).runs()])
     if store.skipped_lines:
         err.print(
             f"[yellow]note:[/yellow] ignored {store.skipped_lines} unreadable line(s) in "
@@ -140,7 +150,7 @@ def report_only(
         )
     if not rows:
         raise UserError(f"{store.path} holds no finished runs yet")
-    _report(directory, rows, store.read_config(), calibration_file)
+    _report(directory, rows, config, calibration_file)
 
 
 def _print_outputs(made: dict[str, Any]) -> None:
@@ -226,9 +236,24 @@ def eval_command(
         str | None,
         typer.Option(
             "--db",
-            help="Queue the runs in a shared database (postgresql://USER@HOST:PORT/DBNAME) for "
-            "`ima worker`s on any machine, instead of running them here (also IMA_DB when it "
-            "is a URL). With --report-only: read the results from it.",
+            help="A PostgreSQL database (postgresql://USER@HOST:PORT/DBNAME; also IMA_DB when it "
+            "is a URL): queue the runs there as jobs for `ima worker`s on any machine. A "
+            "SQLite file: run them here, stored there. With --report-only: read the results "
+            "from it.",
+        ),
+    ] = None,
+    concurrency: Annotated[
+        int | None,
+        typer.Option(
+            help="Runs at once in this process (default 1, or IMA_JOB_CONCURRENCY): more only "
+            "for a model server that serves several calls at once, like Ollama.",
+        ),
+    ] = None,
+    retries: Annotated[
+        int | None,
+        typer.Option(
+            help="With a PostgreSQL --db: times a failed run is queued again (default 2, or "
+            "IMA_JOB_RETRIES).",
         ),
     ] = None,
 ) -> None:
@@ -244,6 +269,7 @@ def eval_command(
       ima eval --model ollama:qwen2.5:7b --judge-model ollama:qwen2.5:14b\n
       ima eval --templates generic,manual,llm --budgets 1024,2048\n
       ima eval --report-only evals/data-pipeline\n
+      ima eval --pairs 10 --model ollama:qwen2.5:7b --concurrency 4\n
       ima eval --pairs 10 --db postgresql://ima@db-host/ima   (then: ima worker, ima eval status)\n
       ima eval calibrate --judge-model ollama:qwen2.5:14b
     """
@@ -280,8 +306,12 @@ def eval_command(
         judge_attempts=judge_attempts,
         command=shlex.join(["ima", *sys.argv[1:]]) if sys.argv[1:2] == ["eval"] else "",
     )
+    models = [settings.model, settings.memory_model or settings.model, plan.judge_model]
+    workers = check_concurrency(concurrency, models)
     database = _shared_database(db)
     shared = SharedEvaluation(database, eval_name(str(directory))) if database else None
+    if isinstance(database, PostgresDatabase) and shared is not None:
+        queueing.refuse_cancelled(database, shared.name)
     evaluation = Evaluation(plan, directory, shared)
     evaluation.prepare()
     done, todo = evaluation.pending()
@@ -298,13 +328,13 @@ def eval_command(
     console.print(
         f"judge: {describe_model(judge)} · temperature 0 · seed {judge_seed}", highlight=False
     )
-    if shared is not None:
-        _enqueue(evaluation, shared, len(done), todo)
+    if isinstance(database, PostgresDatabase) and shared is not None:
+        _enqueue(evaluation, database, shared, len(done), todo, retries)
         return
     if done:
         console.print(f"resuming: {len(done)} of {len(done) + len(todo)} runs already stored")
-    errors = _run(evaluation, len(done), len(done) + len(todo), settings.turn_cap)
-    rows = evaluation.store.load()
+    errors = _run(evaluation, len(done), len(done) + len(todo), settings.turn_cap, workers)
+    rows = in_order(evaluation.store.load(), [r.key for r in plan.runs()])
     if rows:
         _report(directory, rows, evaluation.store.read_config(), calibration_file)
     if errors:
@@ -336,9 +366,17 @@ eval_app.callback(invoke_without_command=True)(eval_command)
 eval_app.command("calibrate")(calibrate_command)
 
 
-def _enqueue(evaluation: Evaluation, shared: SharedEvaluation, done: int, todo: list) -> None:
-    counts = shared.enqueue([(r.key, evaluation.thread_id(r), asdict(r)) for r in todo])
-    target = shared.db.label
+def _enqueue(
+    evaluation: Evaluation,
+    database: PostgresDatabase,
+    shared: SharedEvaluation,
+    done: int,
+    todo: list,
+    retries: int | None,
+) -> None:
+    planned = [queueing.Planned(r.key, evaluation.thread_id(r)) for r in todo]
+    counts = queueing.enqueue(database, shared.name, queueing.EVAL_TASK, planned, retries)
+    target = database.label
     console.print(
         f"queued in {escape(target)} as evaluation [bold]{escape(shared.name)}[/bold]: "
         f"{done} stored · {counts['queued']} queued · {counts['running']} running · "
@@ -346,20 +384,19 @@ def _enqueue(evaluation: Evaluation, shared: SharedEvaluation, done: int, todo: 
         highlight=False,
     )
     # Commands that work as printed: the --out as given (an absolute one stays absolute,
-    # and names the same evaluation), a SQLite file by its absolute path.
-    db = target if is_url(target) else str(Path(target).resolve())
-    report = shlex.join(["ima", "eval", "--report-only", str(evaluation.directory), "--db", db])
+    # and names the same evaluation).
+    report = shlex.join(["ima", "eval", "--report-only", str(evaluation.directory), "--db", target])
     console.print(
         Text(
-            f"start workers (any machine): {shlex.join(['ima', 'worker', '--db', db])}\n"
-            f"watch: {shlex.join(['ima', 'eval', 'status', '--db', db])}\n"
+            f"start workers (any machine): {shlex.join(['ima', 'worker', '--db', target])}\n"
+            f"watch: {shlex.join(['ima', 'eval', 'status', '--db', target])}\n"
             f"report: {report}"
         ),
         soft_wrap=True,  # never broken across lines: they are meant to be copied
     )
 
 
-def _run(evaluation: Evaluation, done: int, total: int, cap: int) -> int:
+def _run(evaluation: Evaluation, done: int, total: int, cap: int, concurrency: int) -> int:
     errors = 0
     progress = job_progress(console, "eval", "runs")
 
@@ -390,8 +427,7 @@ def _run(evaluation: Evaluation, done: int, total: int, cap: int) -> int:
     with progress:
         bar = progress.add_task("eval", total=total, completed=done)
         try:
-            for _ in evaluation.run_all(notify):
-                pass
+            evaluation.run_all(notify, concurrency)
         except KeyboardInterrupt:
             progress.stop()
             stored = len(evaluation.store.load())

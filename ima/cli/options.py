@@ -24,8 +24,8 @@ SharedDbOpt = Annotated[
     str | None,
     typer.Option(
         "--db",
-        help="The shared database: postgresql://USER@HOST:PORT/DBNAME, or a SQLite file for "
-        "workers on one machine (env IMA_DB).",
+        help="The PostgreSQL database that holds the jobs: postgresql://USER@HOST:PORT/DBNAME "
+        "(env IMA_DB).",
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON on stdout for scripts.")]

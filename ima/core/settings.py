@@ -16,7 +16,7 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from intrinsic_memory.manager import MIN_MEMORY_TOKENS
+from intrinsic_memory import MIN_MEMORY_TOKENS
 from pydantic import Field, ValidationError
 from pydantic_settings import (
     BaseSettings,
@@ -40,11 +40,15 @@ CONFIG_FILE = "ima.toml"
 # meeting then ends by consensus within its token targets. The library keeps its smaller
 # default: the sweep measured this meeting only.
 MEETING_MEMORY_TOKENS = 512
-# The embedded model's weights unless a run names others. q4_0 is made once from the bundled
-# q4_k_m on first use: on AVX2 CPUs llama.cpp repacks Q4_0 at load time and runs it 1.28x
-# faster on prompts and 1.44x on generation (K-quants have no such path); requantizing costs
-# some quality, measured in benchmarks/README.md ("Weights").
-DEFAULT_WEIGHTS: EmbeddedWeights = "q4_0"
+# The embedded model's weights unless a run names others. q4_0, made once from the bundled
+# q4_k_m when first chosen, runs 1.28x faster on prompts and 1.44x on generation (llama.cpp
+# repacks Q4_0 for AVX2 at load time; K-quants have no such path), but its meetings were worse:
+# the default meeting ran to the turn cap (60 turns) where q4_k_m agrees after 31, so it took
+# longer in all (benchmarks/README.md, "Weights").
+DEFAULT_WEIGHTS: EmbeddedWeights = "q4_k_m"
+# In the default meeting on the embedded model (12-06), updates after turns with fewer than 8
+# words the memory lacked changed nothing 2 times in 3 and cost a third of the update tokens.
+MEETING_NEWS_WORDS = 8
 
 
 def config_path() -> Path:
@@ -151,6 +155,12 @@ class RunContext(BaseSettings):
         description="How memory changes after each turn: edit (written whole at first, then a "
         "few operations that add or replace a note: far fewer generated tokens) or rewrite "
         "(the paper: the whole memory again).",
+    )
+    memory_news_words: int = Field(
+        MEETING_NEWS_WORDS,
+        ge=0,
+        description="A turn with fewer figures and words its speaker's memory lacks is no "
+        "news: it costs no memory update (0: update after every turn).",
     )
     memory_prompt: MemoryPromptLayout = Field(
         "lean",

@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal, NotRequired
 
-from intrinsic_memory.models import CallUsage as CallUsage
-from intrinsic_memory.models import add_call_usage as add_call_usage
-from intrinsic_memory.models import zero_usage as zero_usage
-from intrinsic_memory.state import AgentMemory
+from intrinsic_memory import AgentMemory
+from intrinsic_memory import CallUsage as CallUsage
+from intrinsic_memory import add_call_usage as add_call_usage
+from intrinsic_memory import add_usage as add_usage  # usage summed per role and call kind
+from intrinsic_memory import zero_usage as zero_usage
 from langgraph.channels.delta import DeltaChannel
 
 # typing_extensions: pydantic (LangGraph server schemas) rejects typing.TypedDict on 3.11.
@@ -64,6 +65,9 @@ class MemoryRepairs(TypedDict):
     shortened_notes: int
     dropped_notes: int
     malformed_edits: int
+    merged_notes: NotRequired[int]  # new notes that restated a note already held
+    foreign_script: NotRequired[int]  # notes cleaned of (or refused for) another script
+    repeated_words: NotRequired[int]  # notes cut where they repeated themselves, or refused
     unusable: int  # 1: nothing of the answer was usable, the memory stayed as it was
 
 
@@ -82,11 +86,12 @@ class MemoryVersion(TypedDict):
 
 
 class FinalOutput(TypedDict):
+    """The final design: design.md (`markdown`) renders design.json (`spec`, the design as
+    one structure: `ima.meeting.design.document.Design`)."""
+
     markdown: str
     spec: dict[str, Any] | None
-    valid: bool
-    error: str
-    missing: NotRequired[list[str]]  # required design sections that could not be filled
+    missing: NotRequired[list[str]]  # parts of the design that could not be filled
 
 
 def append_items(current: list[Any], batches: Sequence[list[Any]]) -> list[Any]:
@@ -102,18 +107,6 @@ def merge_slots(current: dict[str, Any], batches: Sequence[dict[str, Any]]) -> d
     out = dict(current)
     for batch in batches:
         out.update(batch)
-    return out
-
-
-def add_usage(
-    current: dict[str, dict[str, CallUsage]], update: dict[str, dict[str, CallUsage]]
-) -> dict[str, dict[str, CallUsage]]:
-    """Sum usage per role and call kind."""
-    out = {role: dict(kinds) for role, kinds in (current or {}).items()}
-    for role, kinds in update.items():
-        for kind, u in kinds.items():
-            prev = out.setdefault(role, {}).get(kind)
-            out[role][kind] = u if prev is None else add_call_usage(prev, u)
     return out
 
 

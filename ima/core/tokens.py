@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from intrinsic_memory.tokens import count_tokens, encoding
+from intrinsic_memory import count_tokens
 
-__all__ = ["count_tokens", "encoding"]
+__all__ = ["count_tokens"]
 
 if "TIKTOKEN_CACHE_DIR" not in os.environ:
     _base = os.environ.get("IMA_CACHE_DIR") or Path.home() / ".cache" / "ima"

@@ -48,7 +48,7 @@ class EnvTask:
 
 @dataclass(frozen=True)
 class StepResult:
-    """What one step did (the same fields as `ima.pddl.StepResult`)."""
+    """What one step did (the same fields as `ima.environments.pddl.StepResult`)."""
 
     action: str
     """The action text as given."""

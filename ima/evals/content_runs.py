@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ima.core.errors import UserError
-from ima.evals.content import content_metrics
 from ima.evals.store import DB_FILE, RUNS_DIR
+from ima.measures.content import content_metrics
 from ima.runs.registry import RunRegistry
 from ima.runs.runner import load_state
 from ima.tasks import Task, load_task

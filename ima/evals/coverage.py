@@ -19,6 +19,7 @@ from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
 
 from ima.core.state import add_call_usage, zero_usage
+from ima.measures.design_quality import own_text
 from ima.models.structured import AnswerError, ask_structured, extract_json, prompt_parts
 from ima.tasks import Task
 from ima.tasks.evidence import matched_keywords, normalise
@@ -40,7 +41,12 @@ def _flatten(value: Any, key: str = "") -> list[str]:
 
 
 def design_text(markdown: str, specification: Any) -> str:
-    """The text the evidence check reads, normalised (case, dashes, spaces)."""
+    """The text the evidence check reads, normalised (case, dashes, spaces): a structured
+    design's own words (`ima.measures.design_quality.own_text`: never the requirements it restates),
+    else the Markdown and the specification's values."""
+    own = own_text(specification) if isinstance(specification, dict) else ""
+    if own:
+        return normalise(own)
     return normalise("\n".join([markdown, *_flatten(specification)]))
 
 

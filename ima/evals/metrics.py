@@ -67,7 +67,7 @@ def _coverage(field: str) -> Callable[[dict[str, Any]], float | None]:
 
 
 def _content(section: str, key: str) -> Callable[[dict[str, Any]], float | None]:
-    """A content metric (ima.evals.content) of a row; None where it was not measured."""
+    """A content metric (ima.measures.content) of a row; None where it was not measured."""
 
     def get(row: dict[str, Any]) -> float | None:
         value = ((row.get("content") or {}).get(section) or {}).get(key)
@@ -84,9 +84,13 @@ def _content(section: str, key: str) -> Callable[[dict[str, Any]], float | None]
 # name, label, terminal label, and where the value sits in a row's content metrics
 CONTENT_METRICS = (
     ("figures_design", "Brief figures stated, design (%)", "Figures md %", "grounding", "design"),
-    ("figures_spec", "Brief figures stated, JSON spec (%)", "Figures spec %", "grounding", "spec"),
-    ("figures_both", "Brief figures in both (%)", "Figures both %", "grounding", "both"),
-    ("figure_conflicts", "Figure conflicts, design vs spec", "Conflicts", "grounding", "conflicts"),
+    (
+        "figure_conflicts",
+        "Figures breaking a limit of the brief",
+        "Conflicts",
+        "grounding",
+        "conflicts",
+    ),
     ("parroting_turns", "Parroting, turns (%)", "Parroting %", "parroting", "turns"),
     ("parroting_design", "Parroting, final design (%)", "Parrot. design %", "parroting", "design"),
     ("repetition_turns", "Repetition of own turns (%)", "Repetition %", "repetition", "turns"),
@@ -94,12 +98,46 @@ CONTENT_METRICS = (
 )
 
 
+def _design(key: str) -> Callable[[dict[str, Any]], float | None]:
+    """A measure of a row's final design (ima.measures.design_quality): a count (of the
+    items of a list); None for a design that is not structured."""
+
+    def get(row: dict[str, Any]) -> float | None:
+        design = (row.get("content") or {}).get("design") or {}
+        value = design.get(key)
+        if value is None:
+            return None
+        return float(len(value) if isinstance(value, list) else value)
+
+    return get
+
+
+# name, label, terminal label, key in a row's content["design"]
+DESIGN_METRICS = (
+    ("design_addressed", "Requirements addressed in its own words", "Req. own words", "addressed"),
+    ("design_open", "Requirements left open", "Req. open", "requirements_open"),
+    (
+        "design_justified",
+        "Components with a technology and own reason",
+        "Comp. ok",
+        "components_justified",
+    ),
+    (
+        "design_junk",
+        "Design lines that are votes, instructions or residue",
+        "Junk lines",
+        "junk_lines",
+    ),
+)
+
+
 def content_metrics_for(rows: list[dict[str, Any]]) -> list[Metric]:
-    """Content metric rows, when any run has them (figure rows only for tasks with figures)."""
+    """Content metric rows, when any run has them (figure rows only for tasks with figures,
+    design rows only for structured designs)."""
     if not any(r.get("content") for r in rows):
         return []
     figures = any(((r.get("content") or {}).get("grounding") or {}).get("total") for r in rows)
-    return [
+    metrics = [
         Metric(
             name,
             label,
@@ -110,6 +148,12 @@ def content_metrics_for(rows: list[dict[str, Any]]) -> list[Metric]:
         for name, label, short, section, key in CONTENT_METRICS
         if figures or section != "grounding"
     ]
+    if any("addressed" in ((r.get("content") or {}).get("design") or {}) for r in rows):
+        metrics += [
+            Metric(name, label, _design(key), ",.2f", short=short)
+            for name, label, short, key in DESIGN_METRICS
+        ]
+    return metrics
 
 
 # name, label, terminal label, key in a row's content["memory"], percent (else a count)

@@ -6,15 +6,18 @@ results.jsonl as soon as it is judged; on a new invocation, stored runs are skip
 finished-but-unjudged thread is judged without re-running, and an interrupted thread is
 resumed from its last checkpoint.
 
-In a shared database (`ima eval --db`, ima.evals.queue) the same class runs one job for a
-worker: threads, configuration and results live in the database instead.
+In a database (`ima eval --db`, ima.evals.shared) the same class runs the jobs of the
+evaluation: threads, configuration and results live in the database instead. On SQLite they
+run in this process; on PostgreSQL they are jobs of the engine (ima.evals.jobs) that
+workers on any machine run. Either way a job holds its run's thread while it runs, judges
+and stores it, so a run is stored once.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -25,11 +28,13 @@ from ima.core.files import write_json_atomic
 from ima.core.settings import RunContext
 from ima.evals.content_runs import read_design, run_content
 from ima.evals.coverage import evidence_coverage, llm_coverage
+from ima.evals.jobs.local import run_jobs
 from ima.evals.judge import MAX_ATTEMPTS, judge_design
-from ima.evals.queue import SharedEvaluation, thread_prefix
+from ima.evals.shared import SharedEvaluation, thread_prefix
 from ima.evals.store import DB_FILE, RUNS_DIR, VIEW_FILE, ResultsStore
 from ima.models import load_chat_model
-from ima.runs.database import Database
+from ima.runs import leases
+from ima.runs.database import Database, using
 from ima.runs.leases import Lease
 from ima.runs.outputs import run_record, write_outputs
 from ima.runs.registry import RunRecord, RunRegistry
@@ -248,22 +253,45 @@ class Evaluation:
         runs = self.plan.runs()
         return [r for r in runs if r.key in stored], [r for r in runs if r.key not in stored]
 
-    def run_all(self, notify: Callable[[Event], None] = lambda e: None) -> Iterator[dict[str, Any]]:
-        """Run, judge and store every pending run; yields each stored row. Model or run
-        errors are reported per run (notify 'error') and the next run goes on; Ctrl-C stops."""
+    def run_all(
+        self, notify: Callable[[Event], None] = lambda e: None, concurrency: int = 1
+    ) -> None:
+        """Run, judge and store every pending run in this process, `concurrency` at a time.
+        Model or run errors are reported per run (notify 'error') and the others go on;
+        Ctrl-C stops."""
         done, todo = self.pending()
         for run in done:
             notify(Event("skip", run, {}))
-        for run in todo:
-            try:
-                row = self.run_one(run, notify)
-            except (KeyboardInterrupt, UserError):
-                raise
-            except Exception as exc:
-                notify(Event("error", run, {"error": f"{type(exc).__name__}: {exc}"}))
-                continue
+
+        def one(run: PlannedRun) -> list[PlannedRun]:
+            row = self.run_job(run, notify)
             notify(Event("done", run, {"row": row}))
-            yield row
+            return []
+
+        def failed(run: PlannedRun, exc: Exception) -> None:
+            notify(Event("error", run, {"error": f"{type(exc).__name__}: {exc}"}))
+
+        run_jobs(todo, one, concurrency=concurrency, failed=failed)
+
+    def run_job(
+        self,
+        run: PlannedRun,
+        notify: Callable[[Event], None] = lambda e: None,
+        *,
+        wait: bool = False,
+    ) -> dict[str, Any]:
+        """One job: hold the run's thread while it is run (or resumed), judged and stored;
+        a row stored before (by a job whose worker died before it could finish) is
+        returned as it is. `wait`: for the thread while another process holds it (else
+        ThreadBusy)."""
+        with (
+            using(self.db) as database,
+            leases.hold(database, self.thread_id(run), wait=wait) as lease,
+        ):
+            stored = self.store.get(run.key)
+            if stored is not None:
+                return stored
+            return self.run_one(run, notify, lease=lease)
 
     def run_one(
         self,
@@ -304,7 +332,7 @@ class Evaluation:
             raise RuntimeError(f"run {thread} stopped with status {values.get('status')!r}")
         notify(Event("judge", run, {"thread": thread}))
         row = self.assess(run, record, values)
-        self.store.append(row)
+        self.store.append(row, lease)
         return row
 
     @staticmethod
@@ -372,7 +400,7 @@ class Evaluation:
             "turns": info.get("turns"),
             "wall_seconds": info.get("wall_seconds"),
             "usage": {"total": usage.get("total"), "by_kind": usage.get("by_kind")},
-            "spec_valid": info.get("spec_valid"),
+            "design_checks": info.get("design_checks"),
             "coverage": coverage,
             "coverage_llm": checked,
             "content": run_content(self.task, out, values),

@@ -58,14 +58,19 @@ class ResultsStore:
     def keys(self) -> set[str]:
         return {row["key"] for row in self.load()}
 
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The stored row of one key (None: not stored)."""
+        return next((row for row in self.load() if row["key"] == key), None)
+
     def read_config(self) -> dict[str, Any] | None:
         return read_config(self.directory)
 
     def write_config(self, config: dict[str, Any]) -> None:
         write_json_atomic(self.directory / CONFIG_FILE, config)
 
-    def append(self, row: dict[str, Any]) -> None:
-        """Append one run durably; a torn earlier line is closed off first."""
+    def append(self, row: dict[str, Any], lease: object = None) -> None:
+        """Append one run durably; a torn earlier line is closed off first. (`lease`: the
+        run's thread, held by the caller; this file is this evaluation's alone.)"""
         self.directory.mkdir(parents=True, exist_ok=True)
         line = json.dumps(row, ensure_ascii=False) + "\n"
         with self.path.open("a+b") as f:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from intrinsic_memory.models import Reply, ainvoke, invoke, limit_output
+from intrinsic_memory import Reply, ainvoke, invoke, limit_output
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable

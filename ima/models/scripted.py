@@ -36,7 +36,13 @@ _QUESTION = re.compile(
     r"(?P<ask>.*?) Answer in at most",
     re.S,
 )
-_WITHHELD = "The design is agreed by everyone"  # a facilitator's turn without the marker
+_WITHHELD = "The design is agreed by everyone"
+_TECHNOLOGIES = (
+    "Managed Kafka",
+    "Object storage",
+    "Managed Spark",
+    "Kubernetes jobs",
+)  # a facilitator's turn without the marker
 _UNUSABLE = "The design looks reasonable overall (draft {attempt}); I would give it a good mark."
 
 
@@ -46,7 +52,7 @@ class ScriptedChatModel(BaseChatModel):
     delay: float = 0.0  # seconds per call, so tests can interrupt a run mid-conversation
     reject_rounds: int = 0  # consensus rounds in which `rejecter` votes REJECT
     rejecter: str = "ERA"  # the role that rejects (the data-pipeline task's reviewer)
-    bad_json: int = 0  # specification attempts answered with invalid JSON (the first, both)
+    bad_json: int = 0  # design components' attempts answered with invalid JSON (first, both)
     inject: str = ""  # text appended to every meeting turn (memory-privacy tests)
     bad_judge: int = 0  # verdict attempts answered with unusable text
     withhold_finalize: int = 0  # answers after consensus that leave the FINALIZE marker out
@@ -131,16 +137,14 @@ class ScriptedChatModel(BaseChatModel):
             return self._action(prompt)
         if ask.startswith("# Summarise the trajectory"):
             return self._summary(ask)
-        if ask.startswith(("# Write the JSON specification", "# Fix the JSON specification")):
-            return self._specification(prompt)
         if "# Review a design" in prompt:
             return self._judge(messages, prompt)
         if "# Check one requirement" in prompt:
             return self._requirement_check(prompt)
         if ask.startswith("# Extract lessons"):
             return self._lessons(prompt)
-        if "the meeting has ended" in ask:
-            return self._documentation(prompt)
+        if ask.startswith("# Document the agreed design"):
+            return self._design_part(prompt, retried="That answer cannot be used" in ask)
         return self._turn(prompt)
 
     # -- reading the prompt
@@ -250,32 +254,46 @@ class ScriptedChatModel(BaseChatModel):
         role = self._role(prompt)
         return f"## {role} priorities\n- <priority>\n## Decisions\n- <decision>"
 
-    def _documentation(self, prompt: str) -> str:
-        """The sections the prompt asks for, filled from the meeting notes: as Markdown
-        headings, or as the JSON object the prompt asks for."""
-        headings = re.findall(r'"(## [^"]+)"', prompt) or ["## Design"]
-        notes = re.findall(r"^\[\d+\] \w+: (.+)$", prompt, re.M)
-        body = [" ".join(n.split()[:24]) for n in notes[-3:]] or [self._point(prompt)]
-        if "as one JSON object" in prompt:
-            items = [*body, self._point(prompt), "The agents agreed on this design."][:3]
-            keys = ("summary", "plan", "resource_estimates")
-            return json.dumps({key: [i[:150] for i in items] for key in keys})
-        parts = []
-        for i, heading in enumerate(headings):
-            if "plan" in heading.lower():
-                text = "\n".join(f"{n}. {line}" for n, line in enumerate(body, 1))
-            else:
-                text = body[i % len(body)]
-            parts.append(f"{heading}\n{text}")
-        return "\n\n".join(parts)
-
-    def _specification(self, prompt: str) -> str:
-        attempt = 2 if "# Fix the JSON specification" in prompt else 1
-        if attempt <= self.bad_json:
-            return '{"not valid": '
-        match = re.search(r"```json\n(.*?)\n```", prompt, re.DOTALL)
-        schema = json.loads(match.group(1)) if match else {}
-        return json.dumps(example_instance(schema))
+    def _design_part(self, ask: str, retried: bool) -> str:
+        """The part of the design the prompt asks for (on a retry, the question before it),
+        as the JSON object it describes: a component (its requirements read from the
+        prompt), the estimates or cost lines it lists, the plan of the components it lists,
+        or the summary."""
+        rng = self._rng(ask)
+        if part := re.search(r"^## Part \d+: (.+)$", ask, re.M):
+            if (2 if retried else 1) <= self.bad_json:
+                return '{"technology": '
+            title = part.group(1).strip()
+            offered = re.search(r"the one of these it runs on: (.+);\n", ask)
+            tech = rng.choice(offered.group(1).split("; ") if offered else _TECHNOLOGIES)
+            return json.dumps(
+                {
+                    "technology": tech,
+                    "why": f"{tech} is a managed service, so a small team can operate it.",
+                    "pros": ["managed by the provider"],
+                    "cons": ["ties the design to one provider"],
+                }
+            )
+        if how := re.search(r"^## Part: how (.+) meets (R\w+)$", ask, re.M):
+            title, requirement = how.groups()
+            return json.dumps({"how": f"The {title.lower()} takes care of {requirement} for us."})
+        if "## Part: resource estimates" in ask:
+            ids = re.findall(r'^- "(\w+)" \(', ask, re.M)
+            return json.dumps({i: {"value": 12, "derivation": "3 x 4 = 12"} for i in ids})
+        if "## Part: monthly cost" in ask:
+            lines = re.findall(r"^- ([^:\n]+)$", _between(ask, "## Part: monthly cost"), re.M)
+            usd = {"usd": 1000, "derivation": "10 x 100 = 1000"}
+            return json.dumps({line.strip(): usd for line in lines})
+        components = re.findall(r"^- ([^:\n]+): (.+)$", _between(ask, "The components"), re.M)
+        if "## Part: high-level plan" in ask:
+            steps = [f"Set up the {c.lower()} on {t}" for c, t in components] or [
+                "Set up the pipeline's first component",
+                "Connect the components end to end",
+                "Test the pipeline against the brief",
+            ]
+            return json.dumps({"steps": steps[:6]})
+        names = ", ".join(c.lower() for c, _ in components) or "its components"
+        return json.dumps({"summary": f"The pipeline is built from {names}. It is documented."})
 
     def _judge(self, messages: list[BaseMessage], prompt: str) -> str:
         """A verdict with scores 2-9 that depend on the judged design, for every criterion

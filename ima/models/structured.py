@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from intrinsic_memory.models import answers_in_json as answers_in_json
-from intrinsic_memory.models import json_model
+from intrinsic_memory import answers_in_json as answers_in_json
+from intrinsic_memory import json_model
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable

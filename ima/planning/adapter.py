@@ -23,7 +23,7 @@ from ima import prompts
 
 
 class Playable(Protocol):
-    """An episode of a task being played (`ima.pddl.Env`, `ima.environments.TextEnvironment`)."""
+    """An episode of a task being played (`ima.environments.pddl.Env`, `ima.environments.TextEnvironment`)."""
 
     def observation(self) -> str: ...
 

@@ -8,8 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from intrinsic_memory import fit_context
-from intrinsic_memory.state import memory_of
+from intrinsic_memory import fit_context, memory_of
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from ima import prompts

@@ -234,6 +234,9 @@ class _Solver:
             shaped,
             memory_tokens=self.settings.memory_tokens,
             mode=self.settings.memory_update,  # type: ignore[arg-type]
+            # A step's action is news even when it repeats one: the memory tracks the
+            # episode, and every arm updates after every step, as the paper does.
+            min_new_words=0,
         )
 
 

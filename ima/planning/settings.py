@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from intrinsic_memory.manager import DEFAULT_MEMORY_TOKENS, MIN_MEMORY_TOKENS, UPDATE_MODES
+from intrinsic_memory import DEFAULT_MEMORY_TOKENS, MIN_MEMORY_TOKENS, UPDATE_MODES
 
 from ima.core.errors import UserError
 

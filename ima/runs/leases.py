@@ -284,26 +284,3 @@ def hold(
         yield lease
     finally:
         lease.release()
-
-
-def claim_in(sql: Sql, lease: Lease) -> bool:
-    """Claim `lease` inside a caller's transaction (a job queue claims a run and its thread
-    together); the caller starts the heartbeat with `started(lease)` once committed."""
-    sql.execute(
-        _CLAIM,
-        (
-            lease.thread_id,
-            lease.holder,
-            os.getpid(),
-            socket.gethostname(),
-            NODE,
-            lease.settings.seconds,
-        ),
-    )
-    row = sql.one(f"SELECT holder FROM {TABLE} WHERE thread_id = %s", (lease.thread_id,))
-    return row is not None and row["holder"] == lease.holder
-
-
-def started(lease: Lease) -> Lease:
-    lease._start_heartbeat()
-    return lease

@@ -10,8 +10,8 @@ from typing import Any
 from ima.core.errors import UserError
 from ima.core.files import write_text_atomic
 from ima.core.state import CallUsage
-from ima.method.in_view import in_view_at_last_turn
-from ima.method.memory_quality import repair_totals
+from ima.measures.in_view import in_view_at_last_turn
+from ima.measures.memory_quality import repair_totals
 from ima.tasks import Task
 
 
@@ -53,6 +53,19 @@ def usage_totals(usage: dict[str, dict[str, CallUsage]]) -> dict[str, Any]:
     return {"total": total, "by_kind": by_kind, "by_agent": by_agent, "by_agent_and_kind": usage}
 
 
+def design_checks(spec: Any) -> dict[str, Any] | None:
+    """What the design leaves open and what the brief contradicts (None: no structured
+    design, e.g. a run that has not finished)."""
+    if not isinstance(spec, dict) or "requirements" not in spec:
+        return None
+    return {
+        "open_components": [c["id"] for c in spec.get("components", []) if c["status"] == "open"],
+        "open_requirements": [r["id"] for r in spec["requirements"] if r["status"] == "open"],
+        "conflicts": spec.get("conflicts", []),
+        "within_budget": (spec.get("costs") or {}).get("within_budget"),
+    }
+
+
 def run_record(record: Any, values: dict[str, Any], task: Task | None = None) -> dict[str, Any]:
     """The reproducibility record: settings, task version, usage, turns, time, status; with
     the run's `task`, what each agent's last turn had in view of its own key items."""
@@ -74,10 +87,10 @@ def run_record(record: Any, values: dict[str, Any], task: Task | None = None) ->
         "handoff": values.get("handoff", ""),
         "wall_seconds": round(record.wall_seconds, 3),
         "usage": usage_totals(values.get("usage", {})),
-        "spec_valid": final.get("valid", False),
-        "spec_error": final.get("error", ""),
-        # required sections of design.md the documentation step could not fill
+        # parts of the design the documentation step could not fill, the components and
+        # requirements it left open, and the figures the brief contradicts
         "design_missing": final.get("missing", []),
+        "design_checks": design_checks(final.get("spec")),
         # what memory updates' answers needed before they were stored (see ima show)
         "memory_repairs": repair_totals(values.get("memory_log") or []),
         # per agent, the share of its own key items its last prompt held besides the brief

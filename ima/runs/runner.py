@@ -17,9 +17,9 @@ from langgraph.types import Command, StateSnapshot
 
 from ima.core.errors import UserError
 from ima.core.settings import MEMORY_MODES, RunContext
-from ima.graph.builder import compile_graph
 from ima.longterm import check_settings
-from ima.method.agent_context import check_budget
+from ima.meeting.agent_context import check_budget
+from ima.meeting.builder import compile_graph
 from ima.models import agent_model, memory_model, weights_files
 from ima.runs import leases
 from ima.runs.checkpoints import compact_thread, compact_while_running

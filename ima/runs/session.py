@@ -97,8 +97,8 @@ def run_session(
     on_wait: Waiting | None = None,
 ) -> Iterator[RunSession]:
     """Hold the thread for the block (see the module's docstring). `lease`: already held
-    by the caller (a queue claims a job and its thread at once); `wait`: poll while another
-    process holds it, telling `on_wait` once."""
+    by the caller (a job holds its thread while it runs, judges and stores); `wait`: poll
+    while another process holds it, telling `on_wait` once."""
     with (
         using(db) as database,
         _holding(database, record.thread_id, lease, wait, on_wait) as held,

@@ -9,16 +9,27 @@ from __future__ import annotations
 import hashlib
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-import jsonschema
 import yaml
 from intrinsic_memory import MemoryTemplate, Phase, Schedule
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ima.core.errors import UserError
+from ima.tasks.design import ComponentSlot, DesignPlan, EstimateSlot
 
-__all__ = ["KeyFigure", "Phase", "Requirement", "Role", "Schedule", "Task", "load_task"]
+__all__ = [
+    "ComponentSlot",
+    "DesignPlan",
+    "EstimateSlot",
+    "KeyFigure",
+    "Phase",
+    "Requirement",
+    "Role",
+    "Schedule",
+    "Task",
+    "load_task",
+]
 
 TASKS_DIR = Path(__file__).parent
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C parser when libyaml is there
@@ -47,6 +58,7 @@ class Requirement(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     id: str
+    title: str = ""  # a few words of its own, what a documentation prompt names it by
     text: str
     evidence: list[list[str]] = []
 
@@ -62,22 +74,20 @@ class KeyFigure(BaseModel):
 
     `values` are accepted spellings, matched like evidence keywords (case-insensitive, at a
     word start; spaces, hyphens and underscores interchangeable) and, when a spelling ends in
-    a digit, not followed by more digits ("99.9" does not match "99.95"). `spec_field` names
-    a numeric field of the output spec (dotted path) that holds this figure as `spec_value`,
-    so a specification contradicting the design can be told apart from one that is silent.
+    a digit, not followed by more digits ("99.9" does not match "99.95"). `limit` makes the
+    figure a constraint a design can contradict: "at_most" (a latency, a retention, the
+    budget) or "at_least" (an availability); its amount is its first spelling with a unit
+    ("30 day", "USD 45,000").
     """
 
     model_config = ConfigDict(extra="forbid")
     id: str
     text: str
     values: list[str] = Field(min_length=1)
-    spec_field: str | None = None
-    spec_value: float | None = None
+    limit: Literal["at_most", "at_least"] | None = None
 
     @model_validator(mode="after")
-    def _field_and_value_together(self) -> KeyFigure:
-        if (self.spec_field is None) != (self.spec_value is None):
-            raise ValueError(f"key figure {self.id}: give spec_field and spec_value together")
+    def _no_empty_spelling(self) -> KeyFigure:
         if any(not v.strip() for v in self.values):
             raise ValueError(f"key figure {self.id}: empty accepted spelling")
         return self
@@ -86,8 +96,9 @@ class KeyFigure(BaseModel):
 class Task(BaseModel):
     """A task as data: the brief every agent shares (`description`), the roles, the
     schedule (`Schedule`), an optional manual memory template, the requirements and key
-    figures the content metrics check, and the JSON Schema of the final specification.
-    Load one with `load_task(id_or_path)`; the loader validates it and names the problem."""
+    figures the content metrics check, and what the final design holds (`design`, see
+    `DesignPlan`; `design_plan` when the file has none). Load one with
+    `load_task(id_or_path)`; the loader validates it and names the problem."""
 
     model_config = ConfigDict(extra="forbid")
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
@@ -99,7 +110,17 @@ class Task(BaseModel):
     manual_template: str = ""
     requirements: list[Requirement] = []
     key_figures: list[KeyFigure] = []
-    output_schema: dict[str, Any]
+    design: DesignPlan | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_output_schema(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "output_schema" in data:
+            raise ValueError(
+                "output_schema is no longer read: design.json follows the design's own schema; "
+                "describe the design's parts under design: (see ima/tasks/data_pipeline.yaml)"
+            )
+        return data
 
     @model_validator(mode="after")
     def _check_consistency(self) -> Task:
@@ -113,18 +134,45 @@ class Task(BaseModel):
                 raise ValueError(f"schedule names unknown role {name!r} (roles: {', '.join(ids)})")
         if self.manual_template.strip():
             MemoryTemplate.of(self.manual_template, kind="manual")  # headings, or a clear error
-        try:
-            jsonschema.Draft202012Validator.check_schema(self.output_schema)
-        except jsonschema.SchemaError as exc:
-            raise ValueError(f"output_schema is not a valid JSON Schema: {exc.message}") from exc
-        for figure in self.key_figures:
-            if figure.spec_field and not _schema_has(self.output_schema, figure.spec_field):
-                raise ValueError(
-                    f"key figure {figure.id}: spec_field {figure.spec_field!r} is not a "
-                    "property of output_schema"
-                )
         self._check_ownership()
+        self._check_design()
         return self
+
+    def _check_design(self) -> None:
+        if self.design is None:
+            return
+        ids = {r.id for r in self.roles}
+        requirements = {r.id for r in self.requirements}
+        for slot in self.design.components:
+            if slot.owner not in ids:
+                raise ValueError(f"design component {slot.id}: owner {slot.owner!r} is no role")
+        for rid in [r for s in self.design.components for r in s.meets] + self.design.costs_meet:
+            if rid not in requirements:
+                raise ValueError(f"design: {rid!r} is not a requirement of the task")
+        slots = [s.id for s in self.design.components]
+        if len(set(slots)) < len(slots):
+            raise ValueError("design: two components share an id")
+
+    @property
+    def design_plan(self) -> DesignPlan:
+        """The design's parts: the task's `design`, else one component per worker role
+        that meets the requirements the role owns."""
+        if self.design is not None:
+            return self.design
+        requirements = {r.id for r in self.requirements}
+        slots = []
+        for worker in self.schedule.workers:
+            role = self.role(worker)
+            slots.append(
+                ComponentSlot(
+                    id=worker.lower(),
+                    title=role.name,
+                    ask=f"what {role.name} proposed for its own area",
+                    owner=worker,
+                    meets=[i for i in role.owns or [] if i in requirements],
+                )
+            )
+        return DesignPlan(components=slots)
 
     def _check_ownership(self) -> None:
         figures = {f.id for f in self.key_figures}
@@ -176,16 +224,10 @@ class Task(BaseModel):
         for role in data["roles"]:  # a task without ownership keeps its earlier fingerprint
             if role["owns"] is None:
                 del role["owns"]
+        if data["design"] is None:  # so does a task without a design block
+            del data["design"]
         dumped = yaml.safe_dump(data, sort_keys=True).encode()
         return hashlib.sha256(dumped).hexdigest()[:12]
-
-
-def _schema_has(schema: dict[str, Any], dotted: str) -> bool:
-    for name in dotted.split("."):
-        schema = (schema.get("properties") or {}).get(name)
-        if not isinstance(schema, dict):
-            return False
-    return True
 
 
 def available_tasks() -> dict[str, Path]:

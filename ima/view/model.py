@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ima.method.memory_quality import REPAIR_LABELS
+from ima.measures.memory_quality import REPAIR_LABELS
 from ima.view.diff import MemoryDiff, line_diff
 
 # Tableau 10: distinct on white, and the same agent keeps its colour in every section.

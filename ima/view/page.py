@@ -8,8 +8,9 @@ from typing import Any
 
 from markupsafe import Markup
 
-from ima.method.in_view import in_view_at_last_turn
-from ima.method.memory_quality import describe_repairs, memory_report
+from ima.measures.in_view import in_view_at_last_turn
+from ima.measures.memory_quality import describe_repairs, memory_report
+from ima.runs.outputs import design_checks
 from ima.tasks import Task
 from ima.view import figures
 from ima.view.markdown import render_markdown
@@ -34,8 +35,8 @@ class Outcome:
     present: bool
     design: Markup
     spec_json: str
-    valid: bool
-    error: str
+    checks: str  # what the design leaves open and what the brief contradicts, in words
+    sound: bool  # nothing open, nothing contradicted
 
 
 def wall_time(seconds: float | None) -> str:
@@ -55,9 +56,22 @@ def _outcome(values: dict[str, Any]) -> Outcome:
         present=bool(final),
         design=render_markdown(final.get("markdown", "")),
         spec_json=json.dumps(spec, indent=2, ensure_ascii=False) if spec is not None else "",
-        valid=bool(final.get("valid", False)),
-        error=str(final.get("error", "")),
+        **_checks(design_checks(spec)),
     )
+
+
+def _checks(checks: dict[str, Any] | None) -> dict[str, Any]:
+    if checks is None:
+        return {"checks": "", "sound": False}
+    problems = []
+    if checks["open_requirements"]:
+        problems.append(f"open: {', '.join(checks['open_requirements'])}")
+    if checks["conflicts"]:
+        problems.append(f"{len(checks['conflicts'])} figures the brief contradicts")
+    if checks["within_budget"] is False:
+        problems.append("over budget")
+    text = "; ".join(problems) or "every requirement met, nothing contradicts the brief"
+    return {"checks": text, "sound": not problems}
 
 
 def _memory_note(memory_mode: str, timelines: list[MemoryTimeline], values: dict[str, Any]) -> str:

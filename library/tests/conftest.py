@@ -30,8 +30,9 @@ def is_memory_call(call: list[BaseMessage]) -> bool:
 class Recorder(BaseChatModel):
     """Answers as an agent or as a memory update, from the prompt alone; records calls.
 
-    An agent's answer names who it is (its system prompt's first words) and the call
-    number; a memory update keeps the first words of the agent's latest turn as a note."""
+    An agent's answer names who it is (its system prompt's first words), the call number
+    and words of its own; a memory update keeps the first words of the agent's latest turn
+    and its last as a note."""
 
     calls: list[list[BaseMessage]] = Field(default_factory=list)
     script: list[AIMessage] = Field(default_factory=list)  # answers to a supervisor, in order
@@ -49,7 +50,7 @@ class Recorder(BaseChatModel):
         last = messages[-1].text
         if is_memory_call(messages):
             words = latest_turn(last).split()  # its first words and its last: never the same
-            note = " ".join([*words[:5], "...", *words[-4:]] if len(words) > 9 else words)
+            note = " ".join([*words[:4], "...", *words[-3:]] if len(words) > 8 else words)
             if last.startswith(EDIT):
                 reply = AIMessage(json.dumps({"edits": [{"to": "contributions", "add": note}]}))
             else:
@@ -60,7 +61,8 @@ class Recorder(BaseChatModel):
             reply = self.script.pop(0)
         else:
             who = messages[0].text.split(".")[0] if isinstance(messages[0], SystemMessage) else "?"
-            reply = AIMessage(f"{who} answers as call {len(self.calls)}.")
+            n = len(self.calls)  # new words every call: each turn is news to its memory
+            reply = AIMessage(f"{who} answers as call {n}: " + " ".join(f"{t}{n}" for t in "xyz"))
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
     def agent_calls(self) -> list[list[BaseMessage]]:

@@ -14,8 +14,14 @@ from typing import Annotated, Any
 import pytest
 import writer_critic
 from conftest import ROOT, Recorder, latest_turn
-from intrinsic_memory import AgentMemory, IntrinsicMemory, MemoryChannel, add_intrinsic_memory
-from intrinsic_memory.tokens import count_message_tokens
+from intrinsic_memory import (
+    AgentMemory,
+    IntrinsicMemory,
+    MemoryChannel,
+    UsageChannel,
+    add_intrinsic_memory,
+    count_message_tokens,
+)
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
@@ -210,14 +216,8 @@ def test_the_newest_message_is_always_seen_and_the_task_stays_on_top():
     assert all(m.text != history[1].text for m in seen)  # older history made room
 
 
-def summed(total: dict, new: dict) -> dict:
-    calls = (total or {}).get("writer", {}).get("memory_update", {}).get("calls", 0)
-    update = new["writer"]["memory_update"]
-    return {"writer": {"memory_update": {**update, "calls": calls + update["calls"]}}}
-
-
 class Counted(Chat):
-    usage: Annotated[dict, summed]
+    usage: UsageChannel
 
 
 def test_the_memory_follows_a_template_kept_in_the_agents_record_and_usage_is_summed():
@@ -232,7 +232,8 @@ def test_the_memory_follows_a_template_kept_in_the_agents_record_and_usage_is_su
 
     def writer(state: dict[str, Any]) -> dict[str, Any]:
         turn = sum(m.name == "writer" for m in state["messages"]) + 1
-        return {"messages": [AIMessage(f"Draft {turn}: e-bikes from 1 June.", name="writer")]}
+        draft = f"Draft {turn}: e-bikes from {turn} June in zone{turn}, dock{turn}."
+        return {"messages": [AIMessage(draft, name="writer")]}
 
     builder = StateGraph(Counted)
     builder.add_node("setup", setup)
@@ -248,4 +249,7 @@ def test_the_memory_follows_a_template_kept_in_the_agents_record_and_usage_is_su
     assert record["template"] == template and record["version"] == 3
     assert record["text"].startswith("## My contributions so far")
     assert '"open_questions"' in model.memory_calls()[0][-1].text  # its own template asked
-    assert result["usage"]["writer"]["memory_update"]["calls"] == 3
+    usage = result["usage"]["writer"]["memory_update"]  # summed by the library's reducer
+    assert usage["calls"] == usage["estimated_calls"] == 3  # the fake model reports none
+    first_prompt = count_message_tokens(model.memory_calls()[0])
+    assert usage["input_tokens"] > 2 * first_prompt  # three prompts, each longer than the last

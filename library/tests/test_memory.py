@@ -17,6 +17,8 @@ BRIEF = """A fleet of 200 test vehicles records 50 GB/h each, 80 TB/day in all; 
 keeps 4 TB on its onboard SSD and uploads about 60 GB per day over depot Wi-Fi, 12 TB/day for
 the fleet. Safety events must reach the dashboard within 5 minutes, uploaded data must be
 searchable within 12 hours, and the platform must stay within USD 45,000 a month."""
+# An agent's turn with something new to keep (a turn that adds nothing costs no update).
+TURN = "We agreed to keep raw sensor uploads for 30 days in object storage on EU regions."
 TEMPLATE = "## Requirements\n- <requirement with its figure>\n## Decisions\n- <decision>"
 
 
@@ -58,13 +60,14 @@ def test_a_memory_renders_to_markdown_and_reads_back_the_same():
 
 def test_an_over_long_rewrite_is_stored_within_budget_in_whole_notes():
     """A model that ignores every limit: far too many notes, each far too long."""
-    sentence = "The pipeline must ingest 80 TB per day of raw sensor data from the fleet. "
     answer = {
-        "requirements": [f"Batch {i}: {sentence * 6}" for i in range(12)],
+        "requirements": [
+            f"Batch {i}: " + " ".join(f"term{i}x{j}" for j in range(60)) for i in range(12)
+        ],
         "decisions": [f"decision {i}" for i in range(9)],
     }
     memory = manager(reply(json.dumps(answer)), memory_tokens=96)
-    result = memory.update("", "my turn")
+    result = memory.update("", TURN)
     assert count_tokens(result.text) <= 96
     limits = memory.limits
     for notes in result.memory.notes:
@@ -84,7 +87,7 @@ def test_an_over_long_rewrite_is_stored_within_budget_in_whole_notes():
 )
 def test_an_answer_cut_at_the_cap_keeps_its_complete_sections_and_carries_the_rest(answer):
     previous = "## Requirements\n- old requirement\n## Decisions\n- keep the old decision"
-    result = manager(reply(answer, cut=True), mode="rewrite").update(previous, "my turn")
+    result = manager(reply(answer, cut=True), mode="rewrite").update(previous, TURN)
     assert result.cut_off
     assert (
         result.text
@@ -104,13 +107,13 @@ def test_an_answer_at_its_output_cap_counts_as_cut_off_even_without_a_finish_rea
         },
     )
     memory.model = FakeMessagesListChatModel(responses=[at_cap])
-    result = memory.update("## Decisions\n- earlier", "turn")
+    result = memory.update("## Decisions\n- earlier", TURN)
     assert result.cut_off and result.text == "## Requirements\n- a\n## Decisions\n- earlier"
 
 
 def test_an_unusable_rewrite_leaves_the_memory_as_it_was():
     previous = "## Decisions\n- keep this"
-    result = manager(reply("I think the team did well today.")).update(previous, "turn")
+    result = manager(reply("I think the team did well today.")).update(previous, TURN)
     assert result.text == previous and result.repairs.unusable
 
 
@@ -129,7 +132,7 @@ def test_edits_add_and_replace_by_the_numbers_shown_and_nothing_is_removed_by_na
     shown = memory.messages(previous, "turn")[-1].content
     assert "- [decisions] Decisions: <decision>\n\n" in shown  # before the memory: cacheable
     assert "## Decisions [decisions]\n1. storage: undecided\n2. use HDFS" in shown
-    result = memory.update(previous, "turn")
+    result = memory.update(previous, TURN)
     assert result.text == (
         "## Requirements\n- 80 TB/day\n- latency under 5 minutes\n"
         "## Decisions\n- object storage: S3\n- use HDFS"
@@ -144,10 +147,10 @@ def test_edit_mode_writes_an_empty_memory_whole_then_edits_it():
     then = reply('{"edits": [{"in": "decisions", "replace": 1, "with": "use S3 Glacier"}]}')
     memory = manager(first, then, mode="edit")
     assert "Write your working memory" in memory.messages("", "turn")[-1].text
-    written = memory.update("", "turn 1")
+    written = memory.update("", TURN)
     assert written.text == "## Requirements\n- 80 TB/day\n## Decisions\n- use S3"
     assert "Make 1 to 3 edits" in memory.messages(written.memory, "turn")[-1].text
-    edited = memory.update(written.memory, "turn 2")
+    edited = memory.update(written.memory, "We moved the raw uploads to S3 Glacier after 30 days.")
     assert edited.text == "## Requirements\n- 80 TB/day\n## Decisions\n- use S3 Glacier"
 
 
@@ -163,7 +166,7 @@ def test_malformed_edits_and_edits_aimed_at_another_agent_change_nothing_and_are
         ]
     }
     previous = "## Decisions\n- storage: S3"
-    result = manager(reply(json.dumps(edits)), mode="edit").update(previous, "turn")
+    result = manager(reply(json.dumps(edits)), mode="edit").update(previous, TURN)
     assert result.text == "## Decisions\n- storage: S3\n- kept"
     assert result.repairs.malformed_edits == 5
 
@@ -181,7 +184,7 @@ def test_sections_share_the_room_and_a_full_memory_drops_the_oldest_note_of_the_
             break
         room = grown
     assert len(room.notes[0]) > 2  # one section may take most of the room
-    result = memory.update(room, "turn")
+    result = memory.update(room, TURN)
     requirements_kept, decisions = result.memory.notes
     dropped = result.repairs.dropped_notes
     assert decisions == (decision,) and dropped >= 1
@@ -190,26 +193,27 @@ def test_sections_share_the_room_and_a_full_memory_drops_the_oldest_note_of_the_
 
 
 def test_a_rewrite_over_the_budget_keeps_the_newest_notes_of_each_section():
-    notes = [{"section": "requirements", "note": f"requirement {i} is 80 TB/day"} for i in range(9)]
+    topics = ["cameras", "lidar", "radar", "uplink", "depots", "cellular", "GPU", "labels", "audit"]
+    notes = [{"section": "requirements", "note": f"requirement on {t}"} for t in topics]
     notes += [{"section": "decisions", "note": f"decision {i}"} for i in range(3)]
-    result = manager(reply(json.dumps({"notes": notes})), memory_tokens=64).update("", "turn")
+    result = manager(reply(json.dumps({"notes": notes})), memory_tokens=64).update("", TURN)
     requirements, decisions = result.memory.notes
     assert decisions == ("decision 0", "decision 1", "decision 2")
-    assert len(requirements) > 3 and requirements[-1] == "requirement 8 is 80 TB/day"
+    assert len(requirements) > 3 and requirements[-1] == "requirement on audit"
     assert result.memory.tokens() <= 64
     assert result.repairs.dropped_notes == 9 - len(requirements)
 
 
 def test_not_an_edit_answer_leaves_the_memory_as_it_was():
     previous = "## Decisions\n- storage: S3"
-    result = manager(reply("Sure! Here are my edits"), mode="edit").update(previous, "turn")
+    result = manager(reply("Sure! Here are my edits"), mode="edit").update(previous, TURN)
     assert result.text == previous and result.repairs.unusable
 
 
 def test_the_async_update_gives_what_the_sync_one_gives():
     answer = reply('{"requirements": ["80 TB/day"], "decisions": ["use S3"]}')
-    sync = manager(answer).update("", "turn", role="You are DEA.")
-    asynchronous = asyncio.run(manager(answer).aupdate("", "turn", role="You are DEA."))
+    sync = manager(answer).update("", TURN, role="You are DEA.")
+    asynchronous = asyncio.run(manager(answer).aupdate("", TURN, role="You are DEA."))
     assert (sync.text, sync.repairs, sync.cut_off) == (
         asynchronous.text,
         asynchronous.repairs,
@@ -219,10 +223,14 @@ def test_the_async_update_gives_what_the_sync_one_gives():
 
 
 def test_the_budget_the_prompt_asks_for_is_the_budget_the_memory_keeps():
-    memory = IntrinsicMemory(FakeMessagesListChatModel(responses=[reply("{}")]), memory_tokens=200)
+    model = FakeMessagesListChatModel(responses=[reply("{}")])
+    memory = IntrinsicMemory(model, memory_tokens=200, mode="rewrite")
     prompt = memory.messages("", "turn")[-1].content
     limits = memory.limits
     assert f"At most {limits.max_notes} notes in all" in prompt
+    # edit mode's first write holds what one turn gives: twice the notes an edit may add
+    first = IntrinsicMemory(model, memory_tokens=200).messages("", "turn")[-1].content
+    assert "At most 6 notes in all" in first
     assert f"at most {limits.note_words} words" in prompt
     brief = " ".join(BRIEF.split())
     notes = [brief[i * 40 : i * 40 + limits.note_chars] for i in range(limits.max_notes)]

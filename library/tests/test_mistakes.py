@@ -13,12 +13,14 @@ from intrinsic_memory import (
     IntrinsicMemoryMiddleware,
     MemoryChannel,
     add_intrinsic_memory,
+    count_message_tokens,
     fit_context,
 )
 from intrinsic_memory.state import AgentMemory
+from langchain.agents import create_agent
 from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.graph import StateGraph
 from langgraph.graph.message import add_messages
@@ -98,12 +100,99 @@ def test_a_graph_without_a_memory_key_is_refused_with_the_fix():
         add_intrinsic_memory(
             StateGraph(State), "a", node, memory, token_budget=2048, messages_key="chat"
         )
-    with pytest.raises(ValueError, match="no 'usage' key: add it with a reducer"):
+    with pytest.raises(ValueError, match="no 'usage' key: add `usage: UsageChannel` to it"):
         add_intrinsic_memory(
             StateGraph(State), "a", node, memory, token_budget=2048, usage_key="usage"
         )
     with pytest.raises(TypeError, match="memory must be an IntrinsicMemory"):
         add_intrinsic_memory(StateGraph(State), "a", node, "generic", token_budget=2048)  # type: ignore[arg-type]
+
+
+class UsageReplaced(State):
+    usage: dict  # no reducer: each update would replace the last
+
+
+def test_a_usage_key_that_would_not_sum_is_refused_with_the_fix():
+    memory = IntrinsicMemory(Recorder())
+    with pytest.raises(
+        ValueError,
+        match=r"'usage' keeps only the latest update, so usage would not be summed: declare it `usage: UsageChannel`$",
+    ):
+        add_intrinsic_memory(
+            StateGraph(UsageReplaced), "a", node, memory, token_budget=2048, usage_key="usage"
+        )
+
+
+@pytest.mark.parametrize(
+    ("budget", "shown"), [("2048", "str '2048'"), (2048.0, "float 2048.0"), (True, "bool True")]
+)
+def test_a_number_that_is_not_an_int_is_refused_as_the_wrong_type(budget, shown):
+    memory = IntrinsicMemory(Recorder(), memory_tokens=64)
+    wrong = f"^token_budget must be an int, not {shown}$"
+    with pytest.raises(TypeError, match=wrong):
+        add_intrinsic_memory(StateGraph(State), "agent", node, memory, token_budget=budget)
+    with pytest.raises(TypeError, match=wrong):
+        IntrinsicMemoryMiddleware(memory, agent="calc", token_budget=budget)
+    with pytest.raises(TypeError, match=wrong):
+        fit_context([AIMessage("hi")], "", token_budget=budget)
+    with pytest.raises(TypeError, match=f"^memory_tokens must be an int, not {shown}$"):
+        IntrinsicMemory(Recorder(), memory_tokens=budget)
+    with pytest.raises(TypeError, match=f"^max_edits must be an int, not {shown}$"):
+        IntrinsicMemory(Recorder(), max_edits=budget)
+
+
+# A system prompt of 231 tokens: with a 32-token memory, token_budget=160 cannot hold it.
+SYSTEM = "You are a careful planner of data pipelines. " * 25 + "Plan."
+
+
+def test_the_middleware_counts_its_system_prompt_and_refuses_a_budget_that_cannot_hold_it():
+    assert count_message_tokens([SystemMessage(SYSTEM)]) == 231
+    model = Recorder()
+    memory = IntrinsicMemory(model, memory_tokens=32)
+    with pytest.raises(ValueError) as refused:
+        IntrinsicMemoryMiddleware(memory, agent="planner", token_budget=160, system_prompt=SYSTEM)
+    message = str(refused.value)
+    assert message.startswith(
+        "token_budget=160 cannot hold the system prompt (231 tokens), the memory (32 tokens)"
+    )
+    least = int(message.rsplit("token_budget=", 1)[1].split()[0])
+    middleware = IntrinsicMemoryMiddleware(
+        memory, agent="planner", token_budget=least, system_prompt=SYSTEM
+    )
+    agent = create_agent(model, middleware=[middleware])
+    state = {"messages": [HumanMessage("Plan the ingestion.")]}
+    for question in ("Which store?", "Which format?", "Which schedule?"):
+        state = agent.invoke({"messages": [*state["messages"], HumanMessage(question)]})
+    calls = model.agent_calls()
+    assert len(calls) == 3 and all(call[0].text == SYSTEM for call in calls)
+    assert all(count_message_tokens(call) <= least for call in calls)  # the budget holds
+
+
+def test_a_system_prompt_given_to_create_agent_counts_too_and_fails_before_any_call():
+    model = Recorder()
+    memory = IntrinsicMemory(model, memory_tokens=32)
+    middleware = IntrinsicMemoryMiddleware(memory, agent="planner", token_budget=160)
+    agent = create_agent(model, system_prompt=SYSTEM, middleware=[middleware])
+    with pytest.raises(ValueError) as refused:
+        agent.invoke({"messages": [HumanMessage("Plan the ingestion.")]})
+    assert str(refused.value).splitlines()[0] == (  # LangGraph adds the node's name below
+        "token_budget=160 cannot hold the system prompt (231 tokens), the memory (32 tokens) "
+        "and the newest message: give token_budget=348 or more"
+    )
+    assert model.calls == []  # no model call was made over the budget
+
+
+def test_a_system_prompt_given_twice_is_refused():
+    model = Recorder()
+    memory = IntrinsicMemory(model, memory_tokens=32)
+    middleware = IntrinsicMemoryMiddleware(
+        memory, agent="planner", token_budget=1000, system_prompt="You plan."
+    )
+    agent = create_agent(model, system_prompt="You are a planner.", middleware=[middleware])
+    with pytest.raises(
+        ValueError, match="'planner' has two system prompts: give it to IntrinsicMemoryMiddleware"
+    ):
+        agent.invoke({"messages": [HumanMessage("Plan the ingestion.")]})
 
 
 def reply(text: str) -> AIMessage:
@@ -123,7 +212,11 @@ def test_an_empty_or_unusable_answer_keeps_the_memory_and_its_version_and_is_cou
     state = {"intrinsic_memory": {"dea": record}, "usage": {}}
     with caplog.at_level(logging.WARNING, logger="intrinsic_memory"):
         update, result = memory_step(
-            memory, state, agent="dea", output="my turn", usage_key="usage"
+            memory,
+            state,
+            agent="dea",
+            output="We agreed to keep raw sensor uploads for 30 days in object storage.",
+            usage_key="usage",
         )
     assert update["intrinsic_memory"]["dea"] == {"text": "## Decisions\n- use S3", "version": 4}
     assert result is not None and not result.changed and result.repairs.unusable

@@ -42,7 +42,10 @@ class PromptEcho(BaseChatModel):
             if last.startswith("# Update"):
                 text = json.dumps({"notes": [{"section": "contributions", "note": note}]})
         else:
-            text = f"{messages[0].text.split('.')[0]} answers {digest} after {len(messages)}."
+            news = " ".join(f"{digest}{t}" for t in "xyz")  # new to its memory every time
+            text = (
+                f"{messages[0].text.split('.')[0]} answers {digest} after {len(messages)}: {news}."
+            )
         return ChatResult(generations=[ChatGeneration(message=AIMessage(text))])
 
 

@@ -1,30 +1,45 @@
-"""A benchmark in a database: its configuration, its episodes queued as jobs of the
-evaluation queue, their results, and the report.
+"""A benchmark in a database: its configuration, its episodes (jobs), their results, and
+the report.
 
-Locally (no --db) the queue lives in OUT/ima.sqlite and this process is its worker; with a
-shared database (--db), `ima worker`s on any machine claim the episodes. Either way each
-episode is a checkpointed thread: an interrupted benchmark continues where it stopped, and
-the same command run again finishes it (failed episodes are queued again). A cross-task
-episode is queued once its chain's previous episode is stored.
+On SQLite (OUT/ima.sqlite, or --db FILE) this process runs the episodes; on PostgreSQL
+(--db URL) they are jobs of the engine that `ima worker`s on any machine run. Either way
+each episode is a checkpointed thread: an interrupted benchmark continues where it
+stopped, and the same command run again finishes it (failed episodes run again). A
+cross-task episode starts once its chain's previous episode is stored.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ima.core.errors import UserError
-from ima.evals.bench.plan import BenchPlan, Episode, is_bench, merged_config, upgraded
+from ima.evals.bench.jobs import run_job
+from ima.evals.bench.plan import (
+    BenchPlan,
+    Episode,
+    is_bench,
+    merged_config,
+    plan_from_config,
+    upgraded,
+)
 from ima.evals.bench.report import write_report
-from ima.evals.queue import Job, SharedEvaluation, eval_name
-from ima.evals.worker import Tally, Worker
+from ima.evals.jobs import queueing
+from ima.evals.jobs.local import run_jobs
+from ima.evals.shared import SharedEvaluation, eval_name, in_order
 from ima.models import load_chat_model
-from ima.runs.database import Database, open_database
+from ima.runs.database import Database, PostgresDatabase, open_database
 
 DB_FILE = "ima.sqlite"
-Notify = Callable[[str, Job, dict[str, Any]], None]
+Notify = Callable[[str, Episode, dict[str, Any]], None]  # (start | event | done | failed)
+
+
+@dataclass
+class Tally:
+    done: int = 0
+    failed: int = 0
 
 
 class Bench:
@@ -70,19 +85,48 @@ class Bench:
             e for e in episodes if e.key not in stored
         ]
 
-    def enqueue(self, episodes: list[Episode]) -> dict[str, int]:
-        """Queue the episodes that can start (a cross-task one once its chain's previous
-        episode is stored: its worker queues it otherwise); failed ones are queued again,
-        others keep their state. The queue's counts, and `waiting`: episodes held back."""
+    def ready(self, episodes: list[Episode]) -> list[Episode]:
+        """The episodes that can start now: a cross-task one once its chain's previous
+        episode is stored (its job starts it otherwise)."""
         stored = self.shared.keys()
-        ready = [e for e in episodes if not e.after or e.after in stored]
-        counts = self.shared.enqueue([(e.key, self.thread_id(e), asdict(e)) for e in ready])
+        return [e for e in episodes if not e.after or e.after in stored]
+
+    def enqueue(self, episodes: list[Episode], retries: int | None = None) -> dict[str, int]:
+        """Queue the episodes that can start as jobs of the engine (PostgreSQL); the
+        benchmark's counts, and `waiting`: episodes held back until their chain gets there."""
+        db = queueing.engine_database(self.db)
+        ready = self.ready(episodes)
+        planned = [queueing.Planned(e.key, self.thread_id(e)) for e in ready]
+        counts = queueing.enqueue(db, self.name, queueing.EPISODE_TASK, planned, retries)
         return counts | {"waiting": len(episodes) - len(ready)}
 
-    def work(self, notify: Notify, poll: float = 0.5) -> Tally:
-        """Run this benchmark's queued episodes in this process until none is left."""
-        worker = Worker(self.db, only=self.name, poll=poll, notify=notify)
-        return worker.run(until_done=True)
+    def run_here(self, episodes: list[Episode], notify: Notify, concurrency: int = 1) -> Tally:
+        """Run the episodes in this process, `concurrency` at a time; a chain's next episode
+        starts once its previous one is stored."""
+        config = self.config()
+        tally = Tally()
+        todo = {e.key for e in episodes}
+
+        def one(episode: Episode) -> list[Episode]:
+            notify("start", episode, {})
+            following: list[Episode] = []
+            row = run_job(
+                self.shared,
+                config,
+                episode,
+                lambda detail: notify("event", episode, detail),
+                lambda e: following.append(e) if e.key in todo else None,
+            )
+            tally.done += 1
+            notify("done", episode, {"row": row})
+            return following
+
+        def failed(episode: Episode, exc: Exception) -> None:
+            tally.failed += 1
+            notify("failed", episode, {"error": f"{type(exc).__name__}: {exc}"})
+
+        run_jobs(self.ready(episodes), one, concurrency=concurrency, failed=failed)
+        return tally
 
     def config(self) -> dict[str, Any]:
         """The stored configuration; a UserError when there is no such benchmark here."""
@@ -107,7 +151,8 @@ class Bench:
         config = upgraded(self.shared.read_config() or {})
         arms, tasks = set(config.get("arms", [])), set(config.get("tasks", []))
         rows = [_upgraded_row(r) for r in self.shared.load()]
-        return [r for r in rows if r["arm"] in arms and r["task"] in tasks]
+        order = [e.key for e in plan_from_config(config).episodes()] if config else []
+        return in_order([r for r in rows if r["arm"] in arms and r["task"] in tasks], order)
 
     def report(self) -> dict[str, Any]:
         """report.md, the plot and the episode pages in the benchmark's folder."""
@@ -115,7 +160,17 @@ class Bench:
         rows = self.rows()
         if not rows:
             raise UserError(f"no finished episode at {self.where} yet")
-        return write_report(self.directory, rows, config) | {"rows": rows, "config": config}
+        jobs = self.jobs()
+        made = write_report(self.directory, rows, config, jobs)
+        return made | {"rows": rows, "config": config, "jobs": jobs}
+
+    def jobs(self) -> dict[str, Any] | None:
+        """The benchmark's jobs on the engine (None on SQLite): counts per state, and the
+        failed ones with their errors."""
+        if not isinstance(self.db, PostgresDatabase):
+            return None
+        found = queueing.progress(queueing.engine_database(self.db), self.name)
+        return {"counts": found["evaluations"].get(self.name, {}), "failures": found["failures"]}
 
 
 def _upgraded_row(row: dict[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ima.core.errors import UserError
-from ima.evals.queue import thread_prefix
+from ima.evals.shared import thread_prefix
 from ima.planning import ADAPTERS, ARMS, Arm, SolverSettings, get_adapter
 
 # Settings that must be the same for every episode of one benchmark (they change results).

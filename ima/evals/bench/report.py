@@ -165,7 +165,10 @@ def _limits(settings: dict[str, Any], oracle: list[dict[str, Any]]) -> str:
 
 
 def markdown(
-    rows: list[dict[str, Any]], config: dict[str, Any], oracle: list[dict[str, Any]]
+    rows: list[dict[str, Any]],
+    config: dict[str, Any],
+    oracle: list[dict[str, Any]],
+    jobs: dict[str, Any] | None = None,
 ) -> str:
     adapter = get_adapter(config["kind"])
     summaries = summarize(rows)
@@ -226,13 +229,37 @@ def markdown(
         *_task_rows(rows, [s.arm for s in summaries], oracle),
         "",
     ]
+    if jobs is not None:
+        lines += _job_lines(jobs)
     if config.get("command"):
         lines += ["## Command", "", f"    {config['command']}", ""]
     return "\n".join(lines)
 
 
-def write_report(directory: Path, rows: list[dict[str, Any]], config: dict[str, Any]) -> dict:
-    """report.md, the plot and one page per episode in `directory`; what was written."""
+def _job_lines(jobs: dict[str, Any]) -> list[str]:
+    """The benchmark's jobs as the engine's job table has them (failed ones with their
+    error), so a report written before the end says what is missing and why."""
+    counts = jobs["counts"]
+    states = ("done", "queued", "running", "stalled", "failed", "cancelled")
+    lines = [
+        "## Jobs",
+        "",
+        "From the job table: " + ", ".join(f"{counts.get(s, 0)} {s}" for s in states) + ".",
+        "",
+    ]
+    for failure in jobs["failures"]:
+        lines.append(f"- `{failure['key']}` failed: {failure['error'] or 'no error recorded'}")
+    return [*lines, ""] if jobs["failures"] else lines
+
+
+def write_report(
+    directory: Path,
+    rows: list[dict[str, Any]],
+    config: dict[str, Any],
+    jobs: dict[str, Any] | None = None,
+) -> dict:
+    """report.md, the plot and one page per episode in `directory`; what was written.
+    `jobs`: the benchmark's jobs on the engine (their states, failures and errors)."""
     directory.mkdir(parents=True, exist_ok=True)
     plan = plan_from_config(config)
     ran = {row["task"] for row in rows}  # the oracle over the tasks the arms played
@@ -247,5 +274,5 @@ def write_report(directory: Path, rows: list[dict[str, Any]], config: dict[str, 
         adapter.published,
     )
     report = directory / REPORT_FILE
-    write_text_atomic(report, markdown(rows, config, oracle))
+    write_text_atomic(report, markdown(rows, config, oracle, jobs))
     return {"report": report, "plot": plot, "pages": pages, "oracle": oracle}

@@ -33,10 +33,10 @@ def get_adapter(name: str) -> Adapter:
 
 
 def as_task(task: BenchTask | Any) -> BenchTask:
-    """A task as the team plays it; a PDDL `Problem` (`ima.pddl.get_problem`) is taken too."""
+    """A task as the team plays it; a PDDL `Problem` (`ima.environments.pddl.get_problem`) is taken too."""
     if isinstance(task, BenchTask):
         return task
-    if hasattr(task, "domain_info"):  # an ima.pddl.Problem
+    if hasattr(task, "domain_info"):  # an ima.environments.pddl.Problem
         return get_adapter("pddl").task(task.id)
     raise TypeError(f"not a benchmark task: {task!r} (use get_adapter(NAME).task(ID))")
 

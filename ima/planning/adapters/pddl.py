@@ -1,4 +1,4 @@
-"""PDDL planning (the paper's Table 4): the bundled problems of `ima.pddl`, played on
+"""PDDL planning (the paper's Table 4): the bundled problems of `ima.environments.pddl`, played on
 unified-planning's simulator; the reward is AgentBoard's progress rate; the oracle is
 the problem's optimal plan; a family is a domain, whose hand-written memory template the
 intrinsic-manual arm uses."""
@@ -9,7 +9,7 @@ import hashlib
 from collections.abc import Iterable
 from typing import Any
 
-from ima.pddl import Env, Problem, get_problem, list_domains, list_problems
+from ima.environments.pddl import Env, Problem, get_problem, list_domains, list_problems
 from ima.planning.adapter import Adapter, BenchTask, Published
 
 # G-Memory's PDDL runs (the paper's public code forks it) give every problem 30 steps.

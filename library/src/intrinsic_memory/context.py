@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from intrinsic_memory import _prompts
+from intrinsic_memory._checks import whole_number
 from intrinsic_memory.memory import Memory
 from intrinsic_memory.tokens import (
     MESSAGE_OVERHEAD,
@@ -55,28 +56,34 @@ def select_window(count: int, size: Callable[[int], int], room: int, *, block: i
 
 
 def render_memory(memory: str | Memory) -> str:
-    """The agent's own memory as its prompt shows it ("Your own notes from earlier turns")."""
+    """The agent's own memory as its prompt shows it ("Your own notes from earlier turns"),
+    from its Markdown (`AgentMemory["text"]`); "(empty)" before its first update."""
     text = memory.render() if isinstance(memory, Memory) else memory
     return _prompts.render("memory_section", memory=text.strip() or "(empty)")
 
 
-def minimum_budget(memory_tokens: int, task: str | None = None) -> int:
-    """The smallest context budget that holds the task (when given), a memory of
-    `memory_tokens` and a short newest message."""
+def minimum_budget(memory_tokens: int, task: str | None = None, system_tokens: int = 0) -> int:
+    """The smallest context budget that holds the system prompt (`system_tokens`), the task
+    (when given), a memory of `memory_tokens` and a short newest message."""
     frame = count_tokens(render_memory("")) + 3 * MESSAGE_OVERHEAD  # task, memory, message
     task_tokens = count_tokens(task) if task else 0
-    return task_tokens + memory_tokens + frame + MIN_MESSAGE_TOKENS
+    return system_tokens + task_tokens + memory_tokens + frame + MIN_MESSAGE_TOKENS
 
 
-def check_budget(token_budget: int, memory_tokens: int, task: str | None = None) -> None:
-    """ValueError in one line, naming the minimum, when `token_budget` cannot hold the task,
-    the memory and the newest message."""
-    least = minimum_budget(memory_tokens, task)
-    if not isinstance(token_budget, int) or token_budget < least:
+def check_budget(
+    token_budget: int, memory_tokens: int, task: str | None = None, system_tokens: int = 0
+) -> None:
+    """TypeError when `token_budget` is not an int; ValueError in one line, naming the
+    minimum, when it cannot hold the system prompt (`system_tokens`), the task, the memory
+    and the newest message."""
+    whole_number("token_budget", token_budget)
+    least = minimum_budget(memory_tokens, task, system_tokens)
+    if token_budget < least:
+        system = f"the system prompt ({system_tokens} tokens), " if system_tokens else ""
         held = "the task, " if task else ""
         raise ValueError(
-            f"token_budget={token_budget!r} cannot hold {held}the memory ({memory_tokens} "
-            f"tokens) and the newest message: give token_budget={least} or more"
+            f"token_budget={token_budget!r} cannot hold {system}{held}the memory "
+            f"({memory_tokens} tokens) and the newest message: give token_budget={least} or more"
         )
 
 
@@ -125,8 +132,10 @@ def fit_context(
     earlier turns: ..."), then the newest whole messages that fit what is left, oldest
     first. The task, the memory and the newest message (a tool call with its results) are
     always kept, even over the budget: the budget limits the older history. The task and
-    memory messages made here have ids starting with `VIEW_ID`.
+    memory messages made here have ids starting with `VIEW_ID`. A budget that is not an int
+    is a TypeError.
     """
+    whole_number("token_budget", token_budget)
     rest = list(messages)
     system = []
     while rest and isinstance(rest[0], SystemMessage):

@@ -28,6 +28,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from intrinsic_memory import _prompts
+from intrinsic_memory._checks import whole_number
 from intrinsic_memory.memory import (
     Memory,
     MemoryLimits,
@@ -48,16 +49,22 @@ from intrinsic_memory.models import (
     json_model,
     limit_output,
     resolve_model,
+    zero_usage,
 )
+from intrinsic_memory.notes import MIN_NEW_WORDS, new_words, scripts_of
 from intrinsic_memory.tokens import count_tokens
 
 log = logging.getLogger("intrinsic_memory")
 
 UpdateMode = Literal["edit", "rewrite"]
 UPDATE_MODES: tuple[UpdateMode, ...] = ("edit", "rewrite")
+"""`tuple[str, ...]`: the `mode`s `IntrinsicMemory` takes: "edit" (a few operations on the
+notes) and "rewrite" (the paper: the whole memory again)."""
 DEFAULT_MEMORY_TOKENS = 256
-# Below this a memory holds no more than a heading and a few words.
+"""`int`: the memory's budget in tokens when `IntrinsicMemory` is given no `memory_tokens`."""
 MIN_MEMORY_TOKENS = 32
+"""`int`: the smallest `memory_tokens` accepted: below it a memory holds no more than a
+heading and a few words."""
 DEFAULT_MAX_EDITS = 3
 # An LLM-written template is kept to this many sections: each section costs its heading
 # in every prompt, and the notes must share the memory's budget.
@@ -96,11 +103,13 @@ class IntrinsicMemory:
         mode: "edit" (a few operations; an empty memory is written whole) or "rewrite" (the
             paper: the whole memory again).
         max_edits: the most operations one edit answer may make.
+        min_new_words: an output with fewer figures and words the memory lacks is not
+            news and costs no update call (`is_news`); 0 updates after every output.
         token_counter: counts a text's tokens for the budget (default: tiktoken cl100k).
 
-    Raises ValueError (TypeError for a model of another kind) for a bad argument, naming it
-    and the choices. The object holds no memory: pass the previous version to `update` and
-    store what it returns wherever the agent's state lives.
+    Raises ValueError (TypeError for a model or a number of another type) for a bad
+    argument, naming it and the choices. The object holds no memory: pass the previous
+    version to `update` and store what it returns wherever the agent's state lives.
     """
 
     def __init__(
@@ -111,21 +120,27 @@ class IntrinsicMemory:
         memory_tokens: int = DEFAULT_MEMORY_TOKENS,
         mode: UpdateMode = "edit",
         max_edits: int = DEFAULT_MAX_EDITS,
+        min_new_words: int = MIN_NEW_WORDS,
         token_counter: Any = count_tokens,
     ) -> None:
         if mode not in UPDATE_MODES:
             raise ValueError(f"unknown memory update mode {mode!r}: use edit or rewrite")
-        if not isinstance(memory_tokens, int) or memory_tokens < MIN_MEMORY_TOKENS:
+        if whole_number("memory_tokens", memory_tokens) < MIN_MEMORY_TOKENS:
             raise ValueError(
                 f"memory_tokens={memory_tokens!r} is too small: give {MIN_MEMORY_TOKENS} or more"
             )
-        if not isinstance(max_edits, int) or max_edits < 1:
+        if whole_number("max_edits", max_edits) < 1:
             raise ValueError(f"max_edits={max_edits!r}: give 1 or more")
+        if whole_number("min_new_words", min_new_words) < 0:
+            raise ValueError(
+                f"min_new_words={min_new_words!r}: give 0 (update after every turn) or more"
+            )
         self.model = resolve_model(model)
         self.template = MemoryTemplate.of(template)
         self.memory_tokens = memory_tokens
         self.mode: UpdateMode = mode
         self.max_edits = max_edits
+        self.min_new_words = min_new_words
         self.count = token_counter
         self.limits = MemoryLimits.for_budget(self.template, memory_tokens)
         self._variants: dict[str, IntrinsicMemory] = {}  # with_template's, one per template
@@ -163,19 +178,30 @@ class IntrinsicMemory:
         return self.mode == "rewrite" or memory.is_empty
 
     @property
-    def output_cap(self) -> int:
-        """The most tokens one update of a non-empty memory may generate: a few edits (edit
-        mode), or the whole memory and its JSON (rewrite mode, and any first write)."""
+    def _whole_notes(self) -> int:
+        """The most notes one whole write may hold: the memory's room in rewrite mode; in
+        edit mode, an empty memory's first write holds what one turn gives, twice the notes
+        an edit may add."""
         if self.mode == "edit":
-            return self.max_edits * (self.limits.note_chars // 3 + 16)
-        return self._whole_cap
+            return min(self.limits.max_notes, 2 * self.max_edits)
+        return self.limits.max_notes
+
+    def _notes_cap(self, notes: int) -> int:
+        # A note of `note_chars` characters (3 a token: figures split), its JSON around it.
+        return notes * (self.limits.note_chars // 3 + 16) + 16
 
     @property
-    def _whole_cap(self) -> int:
-        return 2 * self.memory_tokens + 8 * len(self.template.sections)
+    def output_cap(self) -> int:
+        """The most tokens one update of a non-empty memory may generate, what its answer
+        may hold and no more: a few edits (edit mode), or the whole memory (rewrite mode)."""
+        if self.mode == "edit":
+            return self._notes_cap(self.max_edits)
+        return self._notes_cap(self._whole_notes)
 
     def _cap(self, memory: Memory) -> int:
-        return self._whole_cap if self._writes_whole(memory) else self.output_cap
+        if self._writes_whole(memory):
+            return self._notes_cap(self._whole_notes)
+        return self.output_cap
 
     def messages(
         self,
@@ -211,7 +237,7 @@ class IntrinsicMemory:
         else:
             text = _prompts.render(
                 "memory_rewrite",
-                notes=self.limits.max_notes,
+                notes=self._whole_notes,
                 words=self.limits.note_words,
                 template=self.template.skeleton(),
                 role=shown_role,
@@ -237,7 +263,7 @@ class IntrinsicMemory:
         """What one update call sends: the runnable, the messages and the call's options."""
         writes_whole = self._writes_whole(memory)
         schema = (
-            rewrite_schema(self.template, self.limits)
+            rewrite_schema(self.template, self.limits, self._whole_notes)
             if writes_whole
             else edit_schema(memory, self.limits, self.max_edits)
         )
@@ -250,27 +276,47 @@ class IntrinsicMemory:
         messages = self.messages(memory, output, role=role, turn=turn, system=system)
         return json_model(self.model, schema, cap), messages, options
 
-    def interpret(self, memory: Memory | str | None, reply: Reply) -> MemoryUpdate:
+    def interpret(
+        self, memory: Memory | str | None, reply: Reply, source: str | None = None
+    ) -> MemoryUpdate:
         """The stored next version from a model's answer (no model call): an empty or
-        unusable answer leaves the memory as it was, and is logged."""
+        unusable answer leaves the memory as it was, and is logged. `source` is the output
+        the memory was updated from: its notes keep to its scripts (`notes.strip_foreign`);
+        without it, to the template's."""
         previous = self.read(memory)
         repairs = Repairs()
+        scripts = scripts_of(self.template.markdown() if source is None else source)
+        tidy = {"previous": previous, "scripts": scripts}
         if not reply.text.strip():
             repairs.unusable = "the answer is empty"
             new = previous
         elif not self._writes_whole(previous):
             edits = parse_edits(reply.text, self.template, repairs)
             new = previous if edits is None else apply_edits(previous, edits, repairs)
-            new = bound(new, self.limits, repairs, self.count)
+            new = bound(new, self.limits, repairs, self.count, **tidy)
         else:
             rewritten = read_rewrite(reply.text, previous, cut_off=reply.cut_off, repairs=repairs)
-            new = bound(rewritten or previous, self.limits, repairs, self.count)
+            new = bound(rewritten or previous, self.limits, repairs, self.count, **tidy)
         if new.is_empty and not previous.is_empty and not repairs.unusable:
             repairs.unusable = "the answer would erase the memory"
             new = previous
         if repairs.unusable:
             log.warning("memory update unusable (%s): the memory stays as it was", repairs.unusable)
         return MemoryUpdate(new, reply.usage, repairs, reply.cut_off, new.notes != previous.notes)
+
+    def is_news(self, memory: Memory | str | None, output: str) -> bool:
+        """Whether `output` gives `memory` something to keep: an empty memory takes any
+        output; otherwise at least `min_new_words` of the output's figures and words must be
+        missing from it (`notes.new_words`). An output that is not news costs no call."""
+        current = self.read(memory)
+        if not output.strip():
+            return False
+        if current.is_empty or not self.min_new_words:
+            return True
+        return len(new_words(output, current.render())) >= self.min_new_words
+
+    def _unchanged(self, memory: Memory) -> MemoryUpdate:
+        return MemoryUpdate(memory, zero_usage(), Repairs(), cut_off=False, changed=False)
 
     def update(
         self,
@@ -287,11 +333,14 @@ class IntrinsicMemory:
         `role` is the agent's role text (the update's system message); `turn` numbers the
         output in the prompt; `metadata` labels the call for tracing (LangSmith,
         callbacks); `system`, text shared by every agent's calls, opens the prompt instead
-        (see `messages`). The call is kept out of `stream_mode="messages"`.
+        (see `messages`). The call is kept out of `stream_mode="messages"`. An output that
+        is not news (`is_news`) returns the memory unchanged, without a call.
         """
         current = self.read(memory)  # parsed once for the prompt, schema, cap and answer
+        if not self.is_news(current, output):
+            return self._unchanged(current)
         runnable, messages, options = self._request(current, output, role, turn, metadata, system)
-        return self.interpret(current, invoke(runnable, messages, **options))
+        return self.interpret(current, invoke(runnable, messages, **options), output)
 
     async def aupdate(
         self,
@@ -305,8 +354,10 @@ class IntrinsicMemory:
     ) -> MemoryUpdate:
         """`update` for async callers."""
         current = self.read(memory)
+        if not self.is_news(current, output):
+            return self._unchanged(current)
         runnable, messages, options = self._request(current, output, role, turn, metadata, system)
-        return self.interpret(current, await ainvoke(runnable, messages, **options))
+        return self.interpret(current, await ainvoke(runnable, messages, **options), output)
 
 
 def update_prompts() -> list[str]:

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from intrinsic_memory import _prompts
+from intrinsic_memory.notes import reconcile, strip_foreign, strip_repeats
 from intrinsic_memory.tokens import count_tokens
 
 # Words that do not help tell sections apart in a JSON key ("My role's responsibilities"
@@ -269,6 +270,9 @@ class Repairs:
     shortened_notes: int = 0  # notes longer than the note limit
     dropped_notes: int = 0  # notes beyond a section's limit or the token budget
     malformed_edits: int = 0  # edit operations that were not understood or pointed nowhere
+    merged_notes: int = 0  # new notes that restated a note already held (`notes.reconcile`)
+    foreign_script: int = 0  # notes cleaned of (or refused for) letters of another script
+    repeated_words: int = 0  # notes cut where they repeated themselves, or refused
     unusable: str = ""  # why nothing of the answer could be used ("" when it could)
 
     def as_dict(self) -> dict[str, int]:
@@ -277,6 +281,9 @@ class Repairs:
             "shortened_notes": self.shortened_notes,
             "dropped_notes": self.dropped_notes,
             "malformed_edits": self.malformed_edits,
+            "merged_notes": self.merged_notes,
+            "foreign_script": self.foreign_script,
+            "repeated_words": self.repeated_words,
             "unusable": int(bool(self.unusable)),
         }
 
@@ -286,20 +293,34 @@ def bound(
     limits: MemoryLimits,
     repairs: Repairs,
     counter: Callable[[str], int] = count_tokens,
+    *,
+    previous: Memory | None = None,
+    scripts: Iterable[str] | None = None,
 ) -> Memory:
-    """Clean every note (one line within the note limit, no repeats in a section), then,
-    while the memory is over its token budget, drop the oldest note of the section holding
-    the most notes (of two as full, the later one in the template): sections share the
-    room, and the newest notes stay."""
+    """Clean every note (one line within the note limit, no repeats in a section; with
+    `scripts`, only letters of those scripts and no note that repeats itself), reconcile the
+    notes new since `previous` with those they restate (`notes.reconcile`), then, while the
+    memory is over its token budget, drop the oldest note of the section holding the most
+    notes (of two as full, the later one in the template): sections share the room, and
+    the newest notes stay."""
+    held = {n for section in (previous.notes if previous else ()) for n in section}
     sections: list[list[str]] = []
     for notes in memory.notes:
         kept: list[str] = []
         for raw in notes:
-            note, shortened = clean_note(raw, limits.note_chars)
+            note = raw
+            if scripts is not None and raw not in held:
+                note, foreign = strip_foreign(note, scripts)
+                note, repeated = strip_repeats(note) if note else (note, False)
+                repairs.foreign_script += foreign
+                repairs.repeated_words += repeated
+            note, shortened = clean_note(note, limits.note_chars)
             repairs.shortened_notes += shortened
             if note and note not in kept:
                 kept.append(note)
         sections.append(kept)
+    if previous is not None:
+        repairs.merged_notes += reconcile(sections, {n for s in sections for n in s} - held)
     result = replace(memory, notes=tuple(tuple(s) for s in sections))
     while result.tokens(counter) > limits.tokens:
         fullest = max(range(len(sections)), key=lambda i: (len(sections[i]), i))
@@ -532,9 +553,11 @@ def apply_edits(memory: Memory, edits: Sequence[Edit], repairs: Repairs) -> Memo
 # ----------------------------------------------------------------------------- schemas
 
 
-def rewrite_schema(template: MemoryTemplate, limits: MemoryLimits) -> dict[str, Any]:
-    """JSON Schema of a rewrite: at most `max_notes` bounded notes, each tagged with its
-    section (the sections share the room)."""
+def rewrite_schema(
+    template: MemoryTemplate, limits: MemoryLimits, max_notes: int | None = None
+) -> dict[str, Any]:
+    """JSON Schema of a rewrite: at most `max_notes` (default: the room's) bounded notes,
+    each tagged with its section (the sections share the room)."""
     note = {
         "type": "object",
         "properties": {
@@ -544,7 +567,8 @@ def rewrite_schema(template: MemoryTemplate, limits: MemoryLimits) -> dict[str, 
         "required": ["section", "note"],
         "additionalProperties": False,
     }
-    notes = {"type": "array", "items": note, "minItems": 1, "maxItems": limits.max_notes}
+    most = limits.max_notes if max_notes is None else max_notes
+    notes = {"type": "array", "items": note, "minItems": 1, "maxItems": most}
     return {
         "title": "memory",
         "description": "The agent's whole working memory: notes tagged with their section.",

@@ -1,10 +1,14 @@
 """Intrinsic memory for an agent made with `langchain.agents.create_agent`.
 
-    agent = create_agent(model, tools, middleware=[IntrinsicMemoryMiddleware(memory, agent="researcher", token_budget=2048)])
+    agent = create_agent(model, tools, middleware=[IntrinsicMemoryMiddleware(
+        memory, agent="researcher", token_budget=2048, system_prompt="You research...")])
 
-Each model call of that agent sees its task, its own memory and the newest whole messages
-that fit the budget (`fit_context`); the saved transcript is unchanged. After the agent's
-turn its memory is updated from its own output into `intrinsic_memory[agent]`.
+Each model call of that agent sees its system prompt, its task, its own memory and the
+newest whole messages that fit the budget (`fit_context`); the saved transcript is
+unchanged. The system prompt counts in the budget: given to the middleware, a budget that
+cannot hold it is refused when the middleware is made; given to `create_agent`, at the
+first model call. After the agent's turn its memory is updated from its own output into
+`intrinsic_memory[agent]`.
 
 A supervisor whose subagents are tools: give each subagent the middleware and hand it to
 the supervisor as `subagent_tool(subagent, name=..., description=...)`; the supervisor's
@@ -18,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from langchain.agents.middleware.types import AgentMiddleware, ModelRequest, ModelResponse
-from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 from langgraph.prebuilt import InjectedState
 from langgraph.runtime import Runtime
@@ -37,11 +41,15 @@ class IntrinsicMemoryMiddleware(AgentMiddleware[IntrinsicMemoryState, Any]):
     Args:
         memory: the `IntrinsicMemory` that updates this agent's memory.
         agent: the agent's name: its key in `intrinsic_memory`.
-        token_budget: the most tokens of each model call's context (system prompt included);
-            refused (ValueError) if it cannot hold the task, the memory and the newest
-            message.
+        token_budget: the most tokens of each model call's context, system prompt
+            included; refused (ValueError, naming the minimum) if it cannot hold the system
+            prompt, the task, the memory and the newest message.
+        system_prompt: the agent's system prompt, given here instead of to `create_agent`
+            so that the budget is checked against it now; the middleware puts it at the top
+            of every model call. A system prompt given to `create_agent` counts as well, and
+            a budget too small for it fails at the agent's first model call.
         task: the task description; None takes the conversation's first human message.
-        role: the agent's role, shown to the memory update (e.g. its system prompt).
+        role: the agent's role, shown to the memory update (default: the system prompt).
         token_counter: counts a list of messages (default: tiktoken estimate).
 
     The newest message, or a tool call with its results, is always in the context, so a
@@ -56,6 +64,7 @@ class IntrinsicMemoryMiddleware(AgentMiddleware[IntrinsicMemoryState, Any]):
         *,
         agent: str,
         token_budget: int,
+        system_prompt: str | None = None,
         task: str | None = None,
         role: str = "",
         token_counter: TokenCounter = count_message_tokens,
@@ -65,13 +74,32 @@ class IntrinsicMemoryMiddleware(AgentMiddleware[IntrinsicMemoryState, Any]):
             raise TypeError(f"memory must be an IntrinsicMemory, not {type(memory).__name__}")
         if not agent or not isinstance(agent, str):
             raise ValueError("agent must name the agent: its key in intrinsic_memory")
-        check_budget(token_budget, memory.memory_tokens, task)
+        self.system = SystemMessage(system_prompt) if system_prompt else None
+        self.count = token_counter
+        check_budget(token_budget, memory.memory_tokens, task, self._tokens(self.system))
         self.memory = memory
         self.agent = agent
         self.token_budget = token_budget
         self.task = task
-        self.role = role
-        self.count = token_counter
+        self.role = role or system_prompt or ""
+
+    def _tokens(self, system: SystemMessage | None) -> int:
+        return self.count([system]) if system is not None else 0
+
+    def _system(self, request: ModelRequest) -> SystemMessage | None:
+        """The call's system prompt: the middleware's, else `create_agent`'s; one that
+        leaves the budget no room for the rest is refused here, naming the minimum."""
+        given = request.system_message
+        if self.system is None:
+            memory_tokens = self.memory.memory_tokens
+            check_budget(self.token_budget, memory_tokens, self.task, self._tokens(given))
+            return given
+        if given is not None and given.text != self.system.text:
+            raise ValueError(
+                f"agent {self.agent!r} has two system prompts: give it to "
+                "IntrinsicMemoryMiddleware(system_prompt=...) only, not to create_agent too"
+            )
+        return self.system
 
     @property
     def name(self) -> str:
@@ -79,15 +107,15 @@ class IntrinsicMemoryMiddleware(AgentMiddleware[IntrinsicMemoryState, Any]):
 
     def _fitted(self, request: ModelRequest) -> ModelRequest:
         record = memory_of(request.state, self.agent)
-        system = [request.system_message] if request.system_message else []
+        system = self._system(request)
         messages = fit_context(
             request.messages,
             record["text"] if record else "",
-            token_budget=self.token_budget - (self.count(system) if system else 0),
+            token_budget=self.token_budget - self._tokens(system),
             task=self.task,
             token_counter=self.count,
         )
-        return request.override(messages=messages)
+        return request.override(messages=messages, system_message=system)
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]

@@ -137,8 +137,10 @@ def answers_in_json(model: BaseChatModel) -> bool:
 
 
 def json_model(model: BaseChatModel, schema: dict[str, Any], max_tokens: int) -> Runnable:
-    """`model` set up to answer with JSON following `schema`, as well as it supports (see
-    the module's docstring), its output capped at `max_tokens`."""
+    """`model` set up to answer with JSON following `schema` as well as it supports: its own
+    JSON Schema mode, else tool calling, else the prompt alone (the answer then read
+    tolerantly, logged once per model class); its output capped at `max_tokens`. Call it
+    with `invoke`, whose `Reply.text` is the JSON."""
     limited = limit_output(model, max_tokens)
     structured = _structured(limited, schema)
     if structured is not None:
@@ -195,8 +197,10 @@ def invoke(
     max_tokens: int | None = None,
     stream: bool = False,
 ) -> Reply:
-    """One accounted call; `max_tokens` is the cap the runnable was given (an answer of
-    that length is cut off). Unless `stream`, the call is kept out of
+    """One accounted call of `runnable` (a chat model, `limit_output` or `json_model`) on
+    `messages`: its `Reply` (text, `CallUsage`, whether it was cut off). `metadata` and
+    `tags` label the call for tracing; `max_tokens` is the cap the runnable was given (an
+    answer of that length is cut off). Unless `stream`, the call is kept out of
     `stream_mode="messages"` (memory work is not conversation)."""
     started = time.perf_counter()
     reply = runnable.invoke(messages, config=_config(metadata, tags, stream))  # type: ignore[arg-type]
@@ -212,7 +216,7 @@ async def ainvoke(
     max_tokens: int | None = None,
     stream: bool = False,
 ) -> Reply:
-    """`invoke` for async callers."""
+    """`invoke` for async callers: the same arguments and `Reply`."""
     started = time.perf_counter()
     reply = await runnable.ainvoke(messages, config=_config(metadata, tags, stream))  # type: ignore[arg-type]
     return _reply(reply, messages, time.perf_counter() - started, max_tokens)

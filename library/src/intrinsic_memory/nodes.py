@@ -72,8 +72,10 @@ class _Step:
         self.memory = memory.with_template(template) if template else memory
 
     def skipped(self) -> dict[str, Any] | None:
-        """The update when the output gives the memory nothing to keep; None otherwise."""
-        if self.text.strip():
+        """The update when the output gives the memory nothing to keep (empty, or no news to
+        it: `IntrinsicMemory.is_news`); None otherwise."""
+        current = (self.record or {}).get("text", "")
+        if self.memory.is_news(current, self.text):
             return None
         if self.record is None:
             return {}
@@ -115,11 +117,12 @@ def memory_step(
         state: the graph state; the agent's `AgentMemory` is `state[key][agent]`.
         agent: whose memory: the only record the update writes.
         output: the agent's own latest output; None takes the `pending` output its node
-            recorded. Empty (nothing to keep, e.g. a bare vote): no model call.
+            recorded. Empty (nothing to keep, e.g. a bare vote) or no news to the memory
+            (`IntrinsicMemory.is_news`): no model call.
         turn: the number of that turn, shown in the prompt and kept as the record's `turn`.
         role, system: the agent's role and shared opening text (`IntrinsicMemory.update`).
         key: the state key of the memories.
-        usage_key: a state key where the call's usage is summed as
+        usage_key: a state key (a `UsageChannel`) where the call's usage is summed as
             `{agent: {"memory_update": usage}}`; None records nothing.
         metadata: labels for tracing, beside `{"agent": agent}`.
 
@@ -147,7 +150,8 @@ async def amemory_step(
     usage_key: str | None = None,
     metadata: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], MemoryUpdate | None]:
-    """`memory_step` for async callers."""
+    """`memory_step` for async callers: the same arguments, the same `(state update,
+    MemoryUpdate | None)`, the model called with `ainvoke`."""
     step = _Step(memory, state, agent, output, turn, key)
     if (update := step.skipped()) is not None:
         return update, None
@@ -260,8 +264,8 @@ def add_intrinsic_memory(
             It reads `state[messages_key]`, which holds the budgeted view, and returns its
             answer as usual.
         memory: the `IntrinsicMemory` that updates this agent's memory.
-        token_budget: the most tokens of the view; refused (ValueError) if it cannot hold the
-            task, the memory and the newest message.
+        token_budget: the most tokens of the view: an int; refused (ValueError) if it
+            cannot hold the task, the memory and the newest message.
         agent: the agent's key in `intrinsic_memory` (default: `name`).
         task: the task description; None takes the conversation's first human message.
         role: the agent's role, shown to the memory update.
@@ -269,7 +273,7 @@ def add_intrinsic_memory(
         output: reads the agent's own output from what its node returned (default: the
             text of the new messages it returned under `messages_key`).
         token_counter: counts a list of messages (default: tiktoken estimate).
-        usage_key: a state key where each update's usage is summed as
+        usage_key: a state key (a `UsageChannel`) where each update's usage is summed as
             `{agent: {"memory_update": usage}}`; None records nothing.
 
     Whatever the node returns, the view never becomes state: messages it returns that it
@@ -291,11 +295,16 @@ def add_intrinsic_memory(
         (messages_key, f"give the key of its messages as messages_key= (keys: {keys})"),
         (
             usage_key,
-            f"add it with a reducer that sums usage, or give usage_key=None (keys: {keys})",
+            f"add `{usage_key}: UsageChannel` to it, or give usage_key=None (keys: {keys})",
         ),
     ):
         if needed is not None and needed not in hints:
             raise ValueError(f"the graph's state has no {needed!r} key: {fix}")
+    if usage_key is not None and not _has_reducer(hints[usage_key]):
+        raise ValueError(
+            f"the graph's state key {usage_key!r} keeps only the latest update, so usage "
+            f"would not be summed: declare it `{usage_key}: UsageChannel`"
+        )
     check_budget(token_budget, memory.memory_tokens, task)
     key = agent or name
     merged = _has_reducer(hints[messages_key])

@@ -25,6 +25,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 DOCUMENTATION = "documentation"
+"""`str`: the `next_speaker` `Schedule.advance` names once the meeting ends (FINALIZE, its
+fallback or the turn cap): the step that writes the final document."""
 # Times the facilitator is asked to say FINALIZE after consensus before the fallback.
 FINALIZE_ASKS = 2
 ACCEPT, REJECT, FINALIZE = "ACCEPT", "REJECT", "FINALIZE"
@@ -206,14 +208,16 @@ def _vote_in(text: str) -> str | None:
 
 
 def parse_vote(text: str) -> str | None:
-    """ACCEPT, REJECT, or None when the text holds no clear vote."""
+    """The vote in a turn's text: "ACCEPT", "REJECT" ("do not accept" too), or None when it
+    holds no clear vote. The first non-empty line decides when it votes."""
     first = next((line for line in text.splitlines() if line.strip()), "")
     return _vote_in(first) or _vote_in(text)
 
 
 def parse_flags(text: str, voting: bool = True) -> list[str]:
-    """Markers in a turn; votes count only in a voting turn (a facilitator's "all accepted"
-    is not a vote)."""
+    """The markers in a turn's text, as `Schedule.advance` takes them: its vote
+    (`parse_vote`) when `voting`, then "FINALIZE" when it says so. Votes count only in a
+    voting turn (a facilitator's "all accepted" is not a vote)."""
     flags = [vote] if voting and (vote := parse_vote(text)) else []
     if _FINALIZE.search(text):
         flags.append(FINALIZE)

@@ -1,6 +1,9 @@
 """Where an agent's memory lives in a graph's state: one key, `intrinsic_memory`, holding
 each agent's memory under its name; its reducer merges by agent, so two agents (parallel
-subagents, a writer and a critic in one step) never overwrite each other's memory."""
+subagents, a writer and a critic in one step) never overwrite each other's memory.
+
+What memory updates cost can be kept beside it, under a key of your choosing (`usage_key=`),
+as a `UsageChannel`: summed per agent and kind of call."""
 
 from __future__ import annotations
 
@@ -10,6 +13,8 @@ from typing import Annotated, Any, NotRequired
 from langchain.agents.middleware.types import AgentState
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from typing_extensions import TypedDict
+
+from intrinsic_memory.models import CallUsage, add_call_usage
 
 MEMORY_KEY = "intrinsic_memory"
 
@@ -39,6 +44,26 @@ def merge_memories(
 MemoryChannel = Annotated[dict[str, AgentMemory], merge_memories]
 MemoryChannel.__doc__ = """The type of a graph state's `intrinsic_memory` key: each agent's
 `AgentMemory` under its name, merged by agent (`intrinsic_memory: MemoryChannel`)."""
+
+
+def add_usage(
+    current: Mapping[str, Mapping[str, CallUsage]] | None,
+    update: Mapping[str, Mapping[str, CallUsage]] | None,
+) -> dict[str, dict[str, CallUsage]]:
+    """Reducer: usage summed per agent and kind of call (`{agent: {"memory_update": usage}}`,
+    as `usage_key=` writes it); tokens, calls and seconds add up."""
+    out = {agent: dict(kinds) for agent, kinds in (current or {}).items()}
+    for agent, kinds in (update or {}).items():
+        for kind, usage in kinds.items():
+            before = out.setdefault(agent, {}).get(kind)
+            out[agent][kind] = usage if before is None else add_call_usage(before, usage)
+    return out
+
+
+UsageChannel = Annotated[dict[str, dict[str, CallUsage]], add_usage]
+UsageChannel.__doc__ = """The type of a graph state's usage key (`usage_key=` of
+`add_intrinsic_memory` and `memory_node`): each agent's `CallUsage` per kind of call, summed
+(`usage: UsageChannel`)."""
 
 
 class IntrinsicMemoryState(AgentState):

@@ -63,7 +63,10 @@ def count_tokens(text: str) -> int:
 
 def count_message_tokens(messages: Sequence[BaseMessage]) -> int:
     """Tokens of `messages` as a model sees them, estimated offline (cl100k) plus a few per
-    message for the chat template; tool calls count by their name and arguments."""
+    message for the chat template; tool calls count by their name and arguments.
+
+    The default `token_counter` of `fit_context`, `add_intrinsic_memory` and
+    `IntrinsicMemoryMiddleware`; give them your model's own counter to count exactly."""
     total = 0
     for message in messages:
         total += count_tokens(message.text) + MESSAGE_OVERHEAD

@@ -1,0 +1,373 @@
+"""The design's answers checked: a parser per part raises `AnswerError` naming the problem,
+which the model is shown on the retry; what still cannot be used stays open.
+
+A component's technology must be one of the task's candidates (or a product's name, when
+the task lists none) and its justification its own; a sentence on how a requirement is met
+must be the design's own words; an estimate must show how its number follows from others,
+and one that disagrees with its own arithmetic is asked about once, then takes the
+arithmetic's result; a plan's step opens with an action's verb. A figure the brief's limits
+contradict is asked about once, then listed in the design's checks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ima.core.ngrams import words
+from ima.meeting.design.checks import (
+    compute_derivation,
+    copied_share,
+    figure_conflicts,
+    junk_reason,
+)
+from ima.meeting.design.document import Component, CostLine, Estimate
+from ima.meeting.design.parts import MIN_STEPS, given_texts
+from ima.models.structured import AnswerError, extract_json
+from ima.tasks import ComponentSlot, EstimateSlot, Task
+
+__all__ = ["Checker"]
+
+# A plan's step is an action: it opens with one of these verbs (in the imperative).
+ACTION_VERBS = frozenset(
+    [
+        "add",
+        "adopt",
+        "automate",
+        "build",
+        "buy",
+        "choose",
+        "configure",
+        "connect",
+        "create",
+        "decommission",
+        "define",
+        "deliver",
+        "deploy",
+        "design",
+        "document",
+        "enable",
+        "encrypt",
+        "establish",
+        "estimate",
+        "extend",
+        "finish",
+        "harden",
+        "hire",
+        "implement",
+        "import",
+        "index",
+        "install",
+        "integrate",
+        "introduce",
+        "label",
+        "launch",
+        "load",
+        "migrate",
+        "monitor",
+        "move",
+        "negotiate",
+        "onboard",
+        "open",
+        "operate",
+        "order",
+        "pilot",
+        "plan",
+        "prepare",
+        "procure",
+        "provision",
+        "publish",
+        "purchase",
+        "record",
+        "register",
+        "release",
+        "replicate",
+        "retrain",
+        "review",
+        "roll",
+        "run",
+        "scale",
+        "secure",
+        "select",
+        "set",
+        "ship",
+        "sign",
+        "start",
+        "switch",
+        "test",
+        "train",
+        "transfer",
+        "tune",
+        "turn",
+        "upgrade",
+        "upload",
+        "validate",
+        "verify",
+        "write",
+    ]
+)
+TEXTS = ("technology", "why")  # a component's one-line fields
+# A sentence whose word 5-grams are this much the brief's or the requirements' is copied.
+COPIED = 0.5
+# An estimate off its own derivation by more than this (after a change of unit by powers of
+# 1,000) is asked about once, then takes the derivation's result.
+TOLERANCE = 0.05
+# Words that name no product: a technology made only of them ("Cloud-based platform",
+# "EU Cloud Service") says nothing a reader could build on.
+_FIGURE_NUMBERS = re.compile(r"\d[\d,.]*")
+_GENERIC = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "of",
+        "for",
+        "with",
+        "based",
+        "eu",
+        "european",
+        "cloud",
+        "clouds",
+        "service",
+        "services",
+        "platform",
+        "system",
+        "systems",
+        "solution",
+        "component",
+        "components",
+        "pipeline",
+        "data",
+        "managed",
+        "storage",
+        "processing",
+        "stream",
+        "streaming",
+        "batch",
+        "database",
+        "tool",
+        "tools",
+        "technology",
+        "software",
+        "application",
+        "server",
+        "servers",
+        "n",
+        "a",
+        "na",
+        "none",
+        "tbd",
+        "todo",
+    ]
+)
+
+
+class Checker:
+    """The parsers of one design's parts: each checks an answer against the brief, the
+    requirements and the meeting's instructions, and counts its attempts (the last one
+    keeps what is usable)."""
+
+    def __init__(self, task: Task, brief: str, instructions: Sequence[str]) -> None:
+        self.task = task
+        self.instructions = list(instructions)
+        self.sources = given_texts(task, brief)
+        self.agents = {r.id.lower() for r in task.roles} | {r.name.lower() for r in task.roles}
+
+    # -- helpers
+
+    def _problem(self, field: str, text: str, *, own_words: bool = True) -> str:
+        reason = junk_reason(text, self.task, self.instructions)
+        if reason:
+            return f'"{field}" cannot be used: {reason}'
+        if own_words and copied_share(text, self.sources) >= COPIED:
+            return f'"{field}" copies the brief; say it in your own words'
+        return ""
+
+    def _attempts(self) -> Callable[[], bool]:
+        """A counter: each call says whether this is the last attempt."""
+        seen = [0]
+
+        def last() -> bool:
+            seen[0] += 1
+            return seen[0] >= 2
+
+        return last
+
+    def _conflict(self, where: str, text: str) -> str:
+        found = figure_conflicts(self.task, where, text)
+        if not found:
+            return ""
+        _, stated, brief = found[0]
+        return f'it says "{stated}" where the brief has {brief}'
+
+    def _names_an_agent(self, text: str) -> bool:
+        lowered = text.lower()
+        return any(re.search(rf"\b{re.escape(a)}\b", lowered) for a in self.agents)
+
+    # -- parts
+
+    def component_parser(self, slot: ComponentSlot) -> Callable[[str], Component]:
+        def parse(text: str) -> Component:
+            data = _object_of(text)
+            technology, why = (" ".join(str(data.get(k) or "").split()) for k in TEXTS)
+            if slot.options and technology not in slot.options:
+                raise AnswerError(f'"technology" must be one of: {", ".join(slot.options)}')
+            if not set(words(technology)) - _GENERIC or self._names_an_agent(technology):
+                raise AnswerError(
+                    '"technology" must name a product or service by its name, not a kind of one'
+                )
+            problem = self._problem("technology", technology, own_words=False)
+            if problem := problem or self._problem("why", why) or self._conflict("why", why):
+                raise AnswerError(problem)
+            pros, cons = (self._items(data.get(k)) for k in ("pros", "cons"))
+            if not pros or not cons:
+                raise AnswerError('give at least one usable item in "pros" and in "cons"')
+            return Component(
+                id=slot.id,
+                title=slot.title,
+                name=slot.title,
+                technology=technology,
+                does=f"Handles {slot.ask}.",
+                why=why,
+                pros=pros,
+                cons=cons,
+            )
+
+        return parse
+
+    def how_parser(self) -> Callable[[str], str]:
+        """One sentence of the design's own on how a component meets a requirement: not
+        copied, no junk; a figure the brief contradicts is asked about once, then listed."""
+        last = self._attempts()
+
+        def parse(text: str) -> str:
+            final = last()
+            how = " ".join(str(_object_of(text).get("how") or "").split())
+            if problem := self._problem("how", how):
+                raise AnswerError(problem)
+            if not final and (conflict := self._conflict("how", how)):
+                raise AnswerError(conflict)
+            return how
+
+        return parse
+
+    def _items(self, value: Any) -> list[str]:
+        listed = value if isinstance(value, list) else [value] if value else []
+        items = [" ".join(str(v).split()).strip(" .;,") for v in listed]
+        return [i for i in items if i and not self._problem("item", i, own_words=False)]
+
+    def estimates_parser(
+        self, slots: Sequence[EstimateSlot]
+    ) -> Callable[[str], tuple[list[Estimate], list[str]]]:
+        last = self._attempts()
+
+        def parse(text: str) -> tuple[list[Estimate], list[str]]:
+            final = last()
+            data = _object_of(text)
+            estimates, recomputed = [], []
+            for slot in slots:
+                value, derivation, changed = self._figure(data.get(slot.id), slot.id, final)
+                if changed:
+                    recomputed.append(slot.id)
+                estimates.append(
+                    Estimate(
+                        id=slot.id,
+                        label=slot.label,
+                        unit=slot.unit,
+                        value=value,
+                        derivation=derivation,
+                    )
+                )
+            return estimates, recomputed
+
+        return parse
+
+    def costs_parser(
+        self, lines: Sequence[str]
+    ) -> Callable[[str], tuple[list[CostLine], list[str]]]:
+        last = self._attempts()
+
+        def parse(text: str) -> tuple[list[CostLine], list[str]]:
+            final = last()
+            data = _object_of(text)
+            costs, recomputed = [], []
+            for line in lines:
+                value, derivation, changed = self._figure(data.get(line), line, final, "usd")
+                if changed:
+                    recomputed.append(line)
+                costs.append(CostLine(label=line, usd_per_month=value, derivation=derivation))
+            return costs, recomputed
+
+        return parse
+
+    def _figure(
+        self, entry: Any, name: str, final: bool, key: str = "value"
+    ) -> tuple[float | None, str, bool]:
+        """(value, derivation, recomputed) of one estimate; AnswerError on a first answer
+        that lacks a positive number or a readable derivation."""
+        entry = entry if isinstance(entry, dict) else {}
+        value = entry.get(key)
+        derivation = " ".join(str(entry.get("derivation") or "").split())
+        usable = isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+        computed = compute_derivation(derivation)
+        problem = "" if usable else f'"{name}" needs a positive number'
+        problem = problem or self._problem(f"{name} derivation", derivation, own_words=False)
+        if not problem and len(_FIGURE_NUMBERS.findall(derivation)) < 2:
+            problem = f'"{name}" derivation must show how the number follows from others'
+        if problem:
+            if not final:
+                raise AnswerError(problem)
+            return None, "", False
+        if computed and not _agrees(float(value), computed):
+            if not final:
+                raise AnswerError(
+                    f'"{name}" is {value:g}, but its derivation gives {computed:g}: fix one'
+                )
+            return round(computed, 2), derivation, True
+        return float(value), derivation, False
+
+    def plan_parser(self, components: Sequence[Component]) -> Callable[[str], list[str]]:
+        last = self._attempts()
+
+        def parse(text: str) -> list[str]:
+            final = last()
+            data = _object_of(text)
+            steps = []
+            for step in data.get("steps") or []:
+                step = " ".join(str(step).split()).strip()
+                step = re.sub(r"^(?:step\s*)?\d+[.):]\s*", "", step, flags=re.I)
+                first = step.split(" ", 1)[0].lower() if step else ""
+                bad = self._problem("step", step, own_words=False) or (
+                    first not in ACTION_VERBS and "it does not start with an action's verb"
+                )
+                if not bad and step not in steps:
+                    steps.append(step[0].upper() + step[1:])
+            if len(steps) < MIN_STEPS and not final:
+                raise AnswerError(f"it holds {len(steps)} usable steps; give {MIN_STEPS} or more")
+            return steps
+
+        return parse
+
+    def summary_parser(self) -> Callable[[str], str]:
+        def parse(text: str) -> str:
+            summary = " ".join(str(_object_of(text).get("summary") or "").split())
+            if problem := self._problem("summary", summary):
+                raise AnswerError(problem)
+            return summary
+
+        return parse
+
+
+def _agrees(value: float, computed: float) -> bool:
+    """Whether a value is its derivation's result, allowing for a change of unit by powers
+    of 1,000 (a derivation in GB for an estimate in TB)."""
+    return any(abs(value * 1000**k - computed) <= TOLERANCE * abs(computed) for k in range(-3, 4))
+
+
+def _object_of(text: str) -> dict[str, Any]:
+    value = extract_json(text)
+    if not isinstance(value, dict):
+        raise AnswerError("the answer is JSON but not an object")
+    return value

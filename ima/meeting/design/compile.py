@@ -1,0 +1,262 @@
+"""The documentation step's work: the final design compiled part by part from the brief, the
+proposal the meeting accepted and every agent's memory, never from votes, flags or the
+facilitator's instructions.
+
+Each part is one small structured call a small model can fill (`ima.meeting.design.parts`): one per
+component, then the estimates, the monthly costs, the plan and the summary. Every answer is
+checked (`ima.meeting.design.checks`); a bad one is asked for once more with its problem named, and
+what is still unusable stays open or missing without giving up the other parts. All calls
+open with the same system message and the accepted proposal, so a prefix cache evaluates
+those once; components are asked owner by owner, so an owner's memory is evaluated once too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+from ima import prompts
+from ima.core.state import CallUsage, add_call_usage, zero_usage
+from ima.core.tokens import count_tokens
+from ima.meeting.design import parts
+from ima.meeting.design.answers import Checker
+from ima.meeting.design.checks import figure_conflicts, junk_reason, unit_errors
+from ima.meeting.design.document import Component, Conflict, Costs, Design, RequirementRow
+from ima.models.structured import Outcome, ask_structured, prompt_parts
+from ima.tasks import Task
+
+__all__ = ["Compiled", "accepted_proposal", "compile_design"]
+
+ATTEMPTS = 2  # a part whose answer cannot be used is asked for once more
+PROPOSAL_TOKENS = 160  # the accepted proposal: its first whole lines within this many tokens
+MEMORY_TOKENS = 160  # an owner's memory notes, likewise
+
+
+@dataclass
+class Compiled:
+    """A compiled design, what its calls cost, and how the compilation went."""
+
+    design: Design
+    usage: CallUsage = field(default_factory=zero_usage)
+    calls: int = 0
+    retried: list[str] = field(default_factory=list)  # parts asked for twice
+    unusable: dict[str, str] = field(default_factory=dict)  # part: why its last answer failed
+    recomputed: list[str] = field(default_factory=list)  # estimates set to their derivation
+
+
+def _clean_lines(text: str, task: Task, instructions: Sequence[str], tokens: int) -> str:
+    """The lines of a turn or memory that may feed a design, as a list within `tokens`:
+    no headings, votes, flags, echoed instructions or residue; each line once."""
+    kept: list[str] = []
+    for line in text.splitlines():
+        if line.lstrip().startswith("#"):
+            continue
+        body = line.strip().lstrip("-*").strip()
+        if len(body.split()) < 3 or body in kept or junk_reason(body, task, instructions):
+            continue
+        if count_tokens("\n".join([*kept, body])) > tokens:
+            break
+        kept.append(body)
+    return "\n".join(f"- {line}" for line in kept)
+
+
+def accepted_proposal(
+    task: Task, transcript: Sequence[Mapping[str, Any]], instructions: Sequence[str] = ()
+) -> str:
+    """The proposal on the table: the integrator's latest digest (the first role reviewing
+    after each round), cleaned of votes and echoed instructions, its first lines within
+    `PROPOSAL_TOKENS`."""
+    integrator = (task.schedule.after_round or [task.schedule.facilitator])[0]
+    for turn in reversed(transcript):
+        if turn.get("speaker") == integrator:
+            text = str(turn.get("content", ""))
+            if lines := _clean_lines(text, task, instructions, PROPOSAL_TOKENS):
+                return lines
+    return "- (no proposal was summarised: use the brief)"
+
+
+@dataclass
+class _Asker:
+    """One documentation call at a time, each opening with the same system message and the
+    accepted proposal, accounted together."""
+
+    model: BaseChatModel
+    system: str
+    opening: str
+    metadata: dict[str, Any]
+    compiled: Compiled
+
+    def ask(self, name: str, part: str, schema: dict[str, Any], parse: Any, **fields: Any) -> Any:
+        question, retry = prompt_parts(f"design/{name}", **fields)
+        outcome: Outcome = ask_structured(
+            self.model,
+            schema,
+            f"{self.opening}\n\n{question}",
+            lambda error: f"{self.opening}\n\n{retry(error)}",
+            parse,
+            {**self.metadata, "ima_part": part},
+            ATTEMPTS,
+            system=self.system,
+            max_tokens=parts.output_cap(schema),
+        )
+        self.compiled.usage = add_call_usage(self.compiled.usage, outcome.usage)
+        self.compiled.calls += outcome.attempts
+        if outcome.attempts > 1:
+            self.compiled.retried.append(part)
+        if outcome.error:
+            self.compiled.unusable[part] = outcome.error
+        return outcome.value
+
+
+def compile_design(
+    task: Task,
+    state: Mapping[str, Any],
+    model: BaseChatModel,
+    *,
+    system: str,
+    ending: str,
+    metadata: Mapping[str, Any],
+    instructions: Sequence[str] = (),
+) -> Compiled:
+    """The design of a finished meeting (`state`: its brief, transcript and memories)."""
+    plan = task.design_plan
+    compiled = Compiled(Design(ending=ending))
+    opening = prompts.render(
+        "design/opening",
+        ending=ending,
+        finalizer=task.schedule.finalizer,
+        proposal=accepted_proposal(task, state.get("transcript") or [], instructions),
+    )
+    asker = _Asker(model, system, opening, dict(metadata), compiled)
+    checker = Checker(task, state.get("brief") or task.description, instructions)
+    memories = state.get("memories") or {}
+
+    components: dict[str, Component] = {}
+    hows: dict[str, tuple[str, str]] = {}  # requirement: (component, how it meets it)
+    order = sorted(plan.components, key=lambda s: [c.owner for c in plan.components].index(s.owner))
+    for number, slot in enumerate(order, 1):
+        notes = str((memories.get(slot.owner) or {}).get("text", ""))
+        memory = _clean_lines(notes, task, instructions, MEMORY_TOKENS)
+        component = asker.ask(
+            "component",
+            slot.id,
+            parts.component_schema(slot),
+            checker.component_parser(slot),
+            owner=slot.owner,
+            memory=memory or "- (nothing kept)",
+            number=number,
+            title=slot.title,
+            ask=slot.ask,
+            technology=parts.technology_ask(slot),
+        )
+        components[slot.id] = component or parts.open_component(
+            slot, compiled.unusable.get(slot.id, "")
+        )
+        for rid in slot.meets if component else ():
+            if rid in hows:  # a requirement is met by the first part that says how
+                continue
+            how = asker.ask(
+                "how",
+                f"{slot.id}:{rid}",
+                parts.how_schema(),
+                checker.how_parser(),
+                title=slot.title,
+                technology=component.technology,
+                requirement=rid,
+                named=parts.requirement_name(task, rid),
+            )
+            if how:
+                hows[rid] = (slot.id, how)
+    design = compiled.design
+    design.components = [components[s.id] for s in plan.components]
+
+    if plan.estimates:
+        answer = asker.ask(
+            "estimates",
+            "estimates",
+            parts.estimates_schema(plan.estimates),
+            checker.estimates_parser(plan.estimates),
+            estimates=parts.estimate_lines(plan.estimates),
+        )
+        design.estimates, recomputed = answer or (parts.empty_estimates(plan.estimates), [])
+        compiled.recomputed += recomputed
+    if plan.cost_lines:
+        answer = asker.ask(
+            "costs",
+            "costs",
+            parts.costs_schema(plan.cost_lines),
+            checker.costs_parser(plan.cost_lines),
+            estimates=parts.estimate_summary(design.estimates),
+            lines="\n".join(f"- {line}" for line in plan.cost_lines),
+        )
+        lines, recomputed = answer or (parts.empty_costs(plan.cost_lines), [])
+        compiled.recomputed += recomputed
+        design.costs = Costs.model_validate(parts.total(lines, plan.budget))
+
+    components = parts.component_lines(design.components)
+    design.plan = (
+        asker.ask(
+            "plan",
+            "plan",
+            parts.plan_schema(),
+            checker.plan_parser(design.components),
+            components=components,
+            min_steps=parts.MIN_STEPS,
+            max_steps=parts.MAX_STEPS,
+        )
+        or []
+    )
+    design.summary = (
+        asker.ask(
+            "summary",
+            "summary",
+            parts.summary_schema(),
+            checker.summary_parser(),
+            components=components,
+            cost=parts.cost_sentence(design.costs) or "not estimated",
+        )
+        or ""
+    )
+    design.requirements = _requirement_rows(task, hows, design.costs)
+    design.conflicts = _conflicts(task, design)
+    return compiled
+
+
+def _requirement_rows(
+    task: Task, hows: Mapping[str, tuple[str, str]], costs: Costs
+) -> list[RequirementRow]:
+    """A row per requirement: the component that says how it meets it, else the cost
+    breakdown for the requirements it meets (when within budget), else open."""
+    plan = task.design_plan
+    sentence = parts.cost_sentence(costs)
+    rows = []
+    for requirement in task.requirements:
+        row = RequirementRow(id=requirement.id, requirement=" ".join(requirement.text.split()))
+        if requirement.id in hows:
+            met_by, how = hows[requirement.id]
+            row = row.model_copy(update={"met_by": met_by, "how": how, "status": "met"})
+        elif requirement.id in plan.costs_meet and costs.within_budget and sentence:
+            row = row.model_copy(update={"met_by": "costs", "how": sentence, "status": "met"})
+        rows.append(row)
+    return rows
+
+
+def _conflicts(task: Task, design: Design) -> list[Conflict]:
+    """Figures of the design's own text that the brief contradicts, and figures in a unit
+    of the wrong kind."""
+    found: list[Conflict] = []
+    texts = [("Summary", design.summary)]
+    for c in design.components:
+        texts.append((c.title, ". ".join([c.does, c.why, *c.pros, *c.cons])))
+    texts += [(f"Plan step {n}", step) for n, step in enumerate(design.plan, 1)]
+    texts += [(f"Requirement {r.id}", r.how) for r in design.requirements if r.met_by != "costs"]
+    texts += [(e.label, e.derivation) for e in design.estimates]
+    for where, text in texts:
+        for place, stated, brief in figure_conflicts(task, where, text):
+            found.append(Conflict(where=place, stated=stated, brief=brief))
+        for error in unit_errors(text):
+            found.append(Conflict(where=where, stated=error, brief="a figure in its own unit"))
+    return found

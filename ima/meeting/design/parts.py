@@ -1,0 +1,188 @@
+"""Each part of the design as a small structured call: its JSON Schema (bounded, so a
+constraining backend always ends within the output cap), the lines its prompt shows, what
+stands in for a part that could not be written, and the cost total (computed here, never by
+the model). The answers are checked in `answers.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ima.meeting.design.document import Component, CostLine, Costs, Estimate
+from ima.tasks import ComponentSlot, EstimateSlot, Task
+
+__all__ = [
+    "component_schema",
+    "costs_schema",
+    "estimates_schema",
+    "given_texts",
+    "how_schema",
+    "output_cap",
+    "plan_schema",
+    "summary_schema",
+]
+
+MIN_STEPS, MAX_STEPS = 3, 6
+
+
+def _text(max_length: int, min_length: int = 3) -> dict[str, Any]:
+    return {"type": "string", "minLength": min_length, "maxLength": max_length}
+
+
+def _object(properties: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+def given_texts(task: Task, brief: str) -> list[str]:
+    """What a design's own words must not copy: the brief, the requirements (texts and
+    titles) and what the task asks of each component."""
+    return [
+        brief,
+        *(r.text for r in task.requirements),
+        *(r.title for r in task.requirements if r.title),
+        *(s.ask for s in task.design_plan.components),
+    ]
+
+
+def output_cap(schema: dict[str, Any]) -> int:
+    """Tokens for the fullest answer `schema` allows: 2 characters a token for text
+    (figures split digit by digit), 8 for each key and number, and the punctuation."""
+    kind = schema.get("type")
+    if kind == "string":
+        return schema.get("maxLength", 200) // 2 + 2
+    if kind in ("number", "integer"):
+        return 8
+    if kind == "array":
+        return schema.get("maxItems", 1) * (output_cap(schema["items"]) + 1) + 2
+    if kind == "object":
+        props = schema.get("properties", {})
+        return sum(output_cap(p) + 6 for p in props.values()) + 2
+    return 16
+
+
+# ----------------------------------------------------------------------------- prompts
+
+
+def requirement_name(task: Task, requirement_id: str) -> str:
+    """A requirement by its title (a few words, so the answer is not a copy of the
+    requirement's sentence), or its text when the task gives no title."""
+    found = next(r for r in task.requirements if r.id == requirement_id)
+    return found.title or " ".join(found.text.split())
+
+
+def technology_ask(slot: ComponentSlot) -> str:
+    """What the prompt asks of the technology: one of the task's candidates, or its own."""
+    if slot.options:
+        return "the one of these it runs on: " + "; ".join(slot.options)
+    return "the product or managed cloud service it runs on, by its name"
+
+
+def estimate_lines(slots: Sequence[EstimateSlot]) -> str:
+    return "\n".join(f'- "{s.id}" ({s.unit}): {s.ask}' for s in slots)
+
+
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 10 else f"{value:g}"
+
+
+def estimate_summary(estimates: Sequence[Estimate]) -> str:
+    lines = [
+        f"- {e.label}: {_number(e.value)} {e.unit} ({e.derivation})"
+        for e in estimates
+        if e.value is not None
+    ]
+    return "\n".join(lines) or "- (no estimate could be made)"
+
+
+def component_lines(components: Sequence[Component]) -> str:
+    return "\n".join(
+        f"- {c.title}: {c.name} ({c.technology})" for c in components if c.status == "written"
+    )
+
+
+def cost_sentence(costs: Costs) -> str:
+    """The cost breakdown and its verdict against the budget, in one sentence."""
+    lines = [c for c in costs.lines if c.usd_per_month is not None]
+    if not lines or costs.total_usd_per_month is None:
+        return ""
+    parts = ", ".join(f"{c.label.lower()} USD {_number(c.usd_per_month)}" for c in lines)
+    sentence = f"Monthly cloud cost: {parts}, USD {_number(costs.total_usd_per_month)} in all"
+    if costs.budget_usd_per_month is not None:
+        verdict = "within" if costs.within_budget else "over"
+        sentence += f", {verdict} the budget of USD {_number(costs.budget_usd_per_month)}"
+    return sentence + "."
+
+
+# ----------------------------------------------------------------------------- schemas
+
+
+def component_schema(slot: ComponentSlot) -> dict[str, Any]:
+    items = {"type": "array", "items": _text(60), "minItems": 1, "maxItems": 2}
+    properties = {
+        "technology": {"enum": list(slot.options)} if slot.options else _text(40, 2),
+        "why": _text(140, 20),
+        "pros": items,
+        "cons": items,
+    }
+    return {"title": f"component_{slot.id}", **_object(properties)}
+
+
+def how_schema() -> dict[str, Any]:
+    return {"title": "how", **_object({"how": _text(150, 20)})}
+
+
+def estimates_schema(slots: Sequence[EstimateSlot]) -> dict[str, Any]:
+    entry = _object({"value": {"type": "number"}, "derivation": _text(80, 5)})
+    return {"title": "estimates", **_object({s.id: entry for s in slots})}
+
+
+def costs_schema(lines: Sequence[str]) -> dict[str, Any]:
+    entry = _object({"usd": {"type": "number"}, "derivation": _text(80, 5)})
+    return {"title": "costs", **_object({line: entry for line in lines})}
+
+
+def plan_schema() -> dict[str, Any]:
+    steps = {"type": "array", "items": _text(110, 15), "minItems": MIN_STEPS, "maxItems": MAX_STEPS}
+    return {"title": "plan", **_object({"steps": steps})}
+
+
+def summary_schema() -> dict[str, Any]:
+    return {"title": "summary", **_object({"summary": _text(360, 40)})}
+
+
+# ----------------------------------------------------------------------------- fallbacks
+
+
+def open_component(slot: ComponentSlot, reason: str = "") -> Component:
+    return Component(id=slot.id, title=slot.title, status="open", open_because=reason)
+
+
+def empty_estimates(slots: Sequence[EstimateSlot]) -> list[Estimate]:
+    return [Estimate(id=s.id, label=s.label, unit=s.unit) for s in slots]
+
+
+def empty_costs(lines: Sequence[str]) -> list[CostLine]:
+    return [CostLine(label=line) for line in lines]
+
+
+def total(lines: Sequence[CostLine], budget: float | None) -> dict[str, Any]:
+    """The cost lines, their sum (of the lines with a figure) and the verdict on the budget:
+    computed here, never by the model."""
+    figures = [c.usd_per_month for c in lines if c.usd_per_month is not None]
+    summed = round(sum(figures), 2) if figures else None
+    within = None if summed is None or budget is None else summed <= budget
+    return {
+        "lines": [c.model_dump() for c in lines],
+        "total_usd_per_month": summed,
+        "budget_usd_per_month": budget,
+        "within_budget": within,
+    }
+
+
+# ----------------------------------------------------------------------------- parsers

@@ -1,0 +1,2 @@
+"""The meeting's graph nodes: setup, router, agent turns, memory updates, review,
+documentation and learning."""
