@@ -198,8 +198,10 @@ def test_embedded_run_compares_variants_on_their_own_code(tmp_path):
         source = proc.stderr.split(shown, 1)[1].split("\n", 1)[0]
         assert (f"src-{variant.commit}" in source) == bool(variant.commit), source
         f = figures[variant.name]
-        assert f["turns"] == f["memory_updates"] == 6
+        # a turn that says nothing new to its memory is not rewritten (IntrinsicMemory.is_news)
+        assert f["turns"] == 6 and 1 <= f["memory_updates"] <= 6
         assert f["generated"] == sum(f[f"generated {k}"] for k in KINDS)
         assert f["stored_cut_off"] == 0 and f["retention_end"] is not None
     row = next(line for line in proc.stdout.splitlines() if line.startswith("memory updates"))
-    assert row.split()[2:] == ["6"] * len(names) + ["1.00"] * (len(names) - 1), row
+    counts = [str(figures[name]["memory_updates"]) for name in names]
+    assert row.split()[2 : 2 + len(names)] == counts, row

@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import jsonschema
 import pytest
 import yaml
 from langgraph_sdk import get_client
 
 from ima.meeting.builder import compile_graph
+from ima.meeting.design.document import Design
 from ima.meeting.nodes.memory_update import memory_node_name
 from ima.tasks import Task, load_task
 
@@ -186,12 +186,14 @@ def test_streamed_run_review_resume_history_and_fork(server: str, task: Task) ->
         values = final["values"]
         assert final["next"] == [] and values["status"] == "finalized"
         assert "FINALIZE" in values["transcript"][-1]["flags"]
-        assert values["final"]["valid"] and values["final"]["markdown"]
-        jsonschema.validate(values["final"]["spec"], task.output_schema)
+        assert values["final"]["markdown"].startswith("# ")
+        Design.model_validate(values["final"]["spec"])
+        # every memory version comes from an update in the log (an update that changed
+        # nothing keeps the version); a turn that was no news made none
         spoke = Counter(name for name, _ in first["updates"] + second["updates"])
-        assert {r: slot["version"] for r, slot in values["memories"].items()} == {
-            r: spoke[r] for r in task.speakers
-        }
+        updated = Counter(e["role"] for e in values["memory_log"] if e["turn"])  # not the template
+        for role, slot in values["memories"].items():
+            assert 1 <= slot["version"] <= updated[role] <= spoke[role], role
 
         # 4. The checkpoint history: every step, with the memory slots as they grew.
         history = await client.threads.get_history(thread_id, limit=1000)
@@ -203,7 +205,8 @@ def test_streamed_run_review_resume_history_and_fork(server: str, task: Task) ->
             for h in history
         ]
         assert versions == sorted(versions, reverse=True)  # newest first, memories only grow
-        assert versions[0] == sum(spoke[r] for r in task.speakers) and versions[-1] == 0
+        assert versions[0] == sum(s["version"] for s in values["memories"].values())
+        assert versions[-1] == 0
 
         # 5. Fork: re-run from the last checkpoint with 10 turns (after turn 10, its memory
         #    update and the router's pick of the next speaker), sampling with another seed. Turns 1-10
@@ -314,6 +317,9 @@ def small_task(tmp_path: Path) -> Path:
     data["roles"] = [
         r | {"id": "REV"} if r["id"] == "ERA" else r for r in data["roles"] if r["id"] in keep
     ]
+    for component in data["design"]["components"]:  # owned by roles of the task
+        if component["owner"] not in keep - {"ERA"}:
+            component["owner"] = "DEA"
     path = tmp_path / "small.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path
@@ -374,7 +380,7 @@ def test_sdk_example(server: str) -> None:
     assert out.count("votes: {") == 1
     assert re.search(r"^turn +\d+ +CDA +consensus +.*FINALIZE$", out, flags=re.MULTILINE)
     assert "status finalized after" in out and "## Summary" in out
-    assert '"pipeline_name"' in out
+    assert '"components": [' in out  # design.json
 
 
 def test_sdk_example_sends_feedback_then_approves(server: str) -> None:

@@ -208,6 +208,7 @@ def test_page_is_self_contained_and_locks_down_what_may_load(finished):
     assert "default-src 'none'" in csp and "script-src 'sha256-" in csp
     for tag, attributes in page.tags:
         assert "src" not in attributes or attributes["src"].startswith("data:"), tag
+        assert "style" not in attributes, tag  # the policy blocks inline styles
         if tag == "link":
             pytest.fail("external stylesheet")
         assert not attributes.get("href", "#").startswith(("http:", "https:", "//")), attributes
@@ -249,10 +250,11 @@ def test_usage_and_outcome_sections(finished):
 
 def test_markdown_is_rendered_as_html(finished):
     run, values = copy.deepcopy(finished)
-    values["final"]["markdown"] = "## Plan\n\n| item | TB |\n|---|---|\n| raw | 80 |\n\n- **bold**"
+    values["final"]["markdown"] = "## Plan\n\n| item | TB |\n|---|--:|\n| raw | 80 |\n\n- **bold**"
     page = Page(render_view(run, values))
     tags = [t for t, _ in page.tags]
     assert {"h2", "table", "td", "strong", "li"} <= set(tags)
+    assert ("td", {"class": "align-right"}) in page.tags  # a class, not a blocked style
 
 
 def test_baseline_run_renders_without_memories(task):

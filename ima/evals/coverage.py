@@ -19,6 +19,7 @@ from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
 
 from ima.core.state import add_call_usage, zero_usage
+from ima.evals.judge import specification_section
 from ima.measures.design_quality import own_text
 from ima.models.structured import AnswerError, ask_structured, extract_json, prompt_parts
 from ima.tasks import Task
@@ -141,7 +142,7 @@ def llm_coverage(
         prompt, retry = prompt_parts(
             "requirement_check",
             design=markdown.strip(),
-            specification=json.dumps(specification, indent=2),
+            specification=specification_section(specification),
             requirement=f"{req.id}: {' '.join(req.text.split())}",
             schema=json.dumps(schema, indent=2),
         )

@@ -14,7 +14,9 @@ from typing import Any, Literal, NotRequired, TypedDict
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
 
+from ima import prompts
 from ima.core.state import CallUsage
+from ima.measures.design_quality import is_structured
 from ima.models.structured import AnswerError, ask_structured, extract_json, prompt_parts
 
 METRICS = ("scalability", "reliability", "usability", "cost_effectiveness", "documentation")
@@ -191,6 +193,16 @@ def verdict_warnings(rationales: dict[str, str], prompt: str) -> list[str]:
     return warnings
 
 
+def specification_section(specification: Any) -> str:
+    """The design's JSON specification as a section of a reader's prompt; empty for a
+    structured design, which design.md renders whole (twice the same would not fit a small
+    model's context)."""
+    if specification is None or is_structured(specification):
+        return ""
+    spec = json.dumps(specification, indent=2)
+    return prompts.render("specification", specification=spec) + "\n\n"
+
+
 def judge_design(
     model: BaseChatModel,
     *,
@@ -208,7 +220,7 @@ def judge_design(
         "judge",
         brief=brief.strip(),
         design=design.strip(),
-        specification=json.dumps(specification, indent=2),
+        specification=specification_section(specification),
         schema=json.dumps(schema, indent=2),
     )
     outcome = ask_structured(

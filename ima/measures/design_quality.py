@@ -45,6 +45,11 @@ def _read(design: Design | Mapping[str, Any] | None) -> Design | None:
         return None
 
 
+def is_structured(design: Any) -> bool:
+    """Whether `design` is a structured design (ima.meeting.design.document.Design)."""
+    return _read(design) is not None
+
+
 def own_text(design: Design | Mapping[str, Any] | None) -> str:
     """Everything the design says in its own words: the summary, the components, the plan,
     the derivations, and how each requirement is met (never the requirements' texts)."""
