@@ -3,7 +3,10 @@ the run's record and its state as the variant's own code stored it."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+from ima.models.weights import DEFAULT_MODEL_FILE
 
 KINDS = ("agent_turn", "memory_update", "template_generation", "documentation")
 
@@ -59,6 +62,25 @@ def evaluation_floor(record: dict[str, Any], state: dict[str, Any]) -> dict[str,
             updates += count_tokens(memory.get(entry["role"], "")) + count_tokens(latest)
         memory[entry["role"]] = entry["text"]
     return {"agent_turn": turns, "memory_update": updates}
+
+
+def weights_of(record: dict[str, Any]) -> str:
+    """The weights file a run loaded: as its record names it; records from before name
+    none, and their `embedded` model was the bundled Q4_K_M file. "-": not a weights file."""
+    settings = record.get("settings") or {}
+    model = settings.get("model", "")
+    if settings.get("weights_file"):
+        return settings["weights_file"]
+    if model.startswith("gguf:"):
+        return Path(model.removeprefix("gguf:")).name
+    if model == "embedded" and "weights" not in settings:
+        return DEFAULT_MODEL_FILE
+    return "-"
+
+
+def short_name(weights: str) -> str:
+    """A weights file's name without what the bundled model's files share."""
+    return weights.removeprefix(DEFAULT_MODEL_FILE.rsplit("-", 1)[0] + "-")
 
 
 def measure(result: dict[str, Any]) -> dict[str, Any]:
@@ -129,6 +151,7 @@ def measure(result: dict[str, Any]) -> dict[str, Any]:
         "design_missing": final.get("missing", []),
         "status": record["status"],
         "handoff": record.get("handoff", ""),
+        "weights": weights_of(record),
     }
     floor = evaluation_floor(record, state) or {}
     figures["floor"] = sum(floor.values()) if floor else None

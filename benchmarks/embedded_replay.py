@@ -50,6 +50,9 @@ def _recording(generate: Any, out: Any) -> Any:
         line = {
             "meta": {k: v for k, v in labels.items() if k.startswith("ima_")},
             "max_tokens": kw.get("max_tokens", getattr(self, "max_tokens", None)),
+            # a memory update's JSON Schema (the grammar of its answer); None for free text
+            "response_format": kw.get("response_format"),
+            "weights": Path(getattr(self, "model_path", "")).name,
             "messages": [{"type": m.type, "content": m.text} for m in messages],
             "output": reply.content,
             "usage": reply.usage_metadata,
@@ -87,6 +90,7 @@ def replay(calls_path: Path, out_path: Path, order: str, seed: int, unaligned: b
         )
     model = llamacpp.load_embedded()
     engine = llamacpp._engine(model.model_path, model.n_ctx, model.n_threads)
+    weights = Path(model.model_path).name
     indices = list(range(len(calls)))
     if order == "shuffled":
         random.Random(seed).shuffle(indices)
@@ -117,6 +121,7 @@ def replay(calls_path: Path, out_path: Path, order: str, seed: int, unaligned: b
                 "index": i,
                 "kind": kind,
                 "role": role,
+                "weights": weights,
                 "prompt_tokens": reply["usage"]["prompt_tokens"],
                 "cached_tokens": timings["cache_n"],
                 "output_tokens": reply["usage"]["completion_tokens"],
@@ -135,6 +140,10 @@ def compare(a_path: Path, b_path: Path) -> None:
     texts = sum(a[i]["output"] != b[i]["output"] for i in common)
     probs = sum(a[i]["first_token"] != b[i]["first_token"] for i in common)
     print(f"{len(common)} calls: outputs differ in {texts}, first-token probabilities in {probs}")
+    for name, rows in ((a_path.name, a), (b_path.name, b)):  # figures of other weights differ
+        print(
+            f"{name}: weights {', '.join(sorted({r.get('weights', '-') for r in rows.values()}))}"
+        )
     for name, rows in ((a_path.name, a), (b_path.name, b)):
         same = sum(r["same_as_recorded_run"] for r in rows.values())
         print(f"{name}: {same} of {len(rows)} outputs equal the recorded run's")

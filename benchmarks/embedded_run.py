@@ -38,12 +38,14 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from benchmarks.embedded_measures import measure, model_outputs
 from benchmarks.embedded_table import table
+from ima.core.settings import DEFAULT_WEIGHTS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -113,7 +115,8 @@ from pathlib import Path
 from langchain_core.messages import HumanMessage
 from ima.core.tokens import count_tokens
 from ima.models.llamacpp import load_embedded
-model = load_embedded(sys.argv[1] if len(sys.argv) > 1 else None)
+path, weights = sys.argv[1] or None, sys.argv[2]
+model = load_embedded(path, weights)
 words = "camera lidar radar depot upload safety budget storage region retention".split()
 text = " ".join(words[i * 7 % len(words)] for i in range(1200))
 while count_tokens(text) > 1000:
@@ -126,14 +129,18 @@ print(json.dumps(speeds + [Path(model.model_path).name]))
 """
 
 
-def probe_speed(model: str) -> tuple[float, float, str] | None:
-    """Prompt and generation tokens/s of an in-process model (`embedded` or `gguf:PATH`) on
-    this machine now, and the name of the weights file they were measured on."""
+def probe_speed(
+    model: str, flags: Sequence[str] = (), weights: str = DEFAULT_WEIGHTS
+) -> tuple[float, float, str] | None:
+    """Prompt and generation tokens/s of an in-process model (`embedded` or `gguf:PATH`,
+    with the `weights`, or those a run's `flags` choose) on this machine now, and the name of
+    the weights file they were measured on."""
     if model != "embedded" and not model.startswith("gguf:"):
         return None
-    path = [model.removeprefix("gguf:")] if model.startswith("gguf:") else []
-    prompt, generation, weights = json.loads(python(ROOT, "-c", PROBE, *path))
-    return prompt, generation, weights
+    path = model.removeprefix("gguf:") if model.startswith("gguf:") else ""
+    weights = flags[flags.index("--weights") + 1] if "--weights" in flags else weights
+    prompt, generation, name = json.loads(python(ROOT, "-c", PROBE, path, weights))
+    return prompt, generation, name
 
 
 def at_reference_speed(figures: dict[str, Any], speed: tuple[float, float] | None) -> Any:
@@ -225,7 +232,9 @@ def main(argv: list[str] | None = None) -> int:
                     check=True,
                     capture_output=True,
                 )
-            speed = probe_speed(args.model)
+            # code from before the weights setting runs the bundled file
+            bundled = "q4_k_m" if variant.commit else DEFAULT_WEIGHTS
+            speed = probe_speed(args.model, variant.flags, bundled)
             try:
                 result = run(variant, source, Path(tmp), args.turn_cap, args.model)
             finally:
@@ -242,7 +251,17 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             measured = measure(result)
-            measured |= {"speed": speed, "reference_seconds": at_reference_speed(measured, speed)}
+            probed = speed[2] if speed else "-"
+            if speed and probed != measured["weights"]:  # never scale by other weights' speed
+                print(
+                    f"{variant.name}: probed {probed}, ran {measured['weights']}", file=sys.stderr
+                )
+                speed = None
+            measured |= {
+                "speed": speed,
+                "probe_weights": probed,
+                "reference_seconds": at_reference_speed(measured, speed),
+            }
             figures.append(
                 {"variant": variant.name, "flags": list(variant.flags), "commit": variant.commit}
                 | measured

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from benchmarks.embedded_measures import KINDS
+from benchmarks.embedded_measures import KINDS, short_name
 
 Row = tuple[str, Callable[[dict[str, Any]], Any], str]
 
@@ -66,6 +66,7 @@ def table(names: list[str], figures: list[dict[str, Any]]) -> str:
             ratio = v / first if first and v is not None else None
             cells += f"{'' if ratio is None else f'{ratio:.2f}':>8}"
         lines.append(f"{label:30}{cells}")
-    for key in ("status", "design_missing"):
-        lines.append(f"{key:30}" + "".join(f"{f[key]!s:>{width}}" for f in figures))
+    for key in ("weights", "status", "design_missing"):
+        shown = [short_name(f[key]) if key == "weights" else f[key] for f in figures]
+        lines.append(f"{key:30}" + "".join(f"{v!s:>{width}}" for v in shown))
     return "\n".join(lines)

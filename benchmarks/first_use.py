@@ -30,12 +30,16 @@ def timed(label: str, args: list[str], cwd: Path, env: dict[str, str] | None = N
     if proc.returncode != 0:
         raise SystemExit(f"{label} failed:\n{proc.stderr[-2000:]}")
     print(f"{label:44}{seconds:8.1f} s")
+    for line in proc.stdout.splitlines():  # what the step says it did (the weights loaded)
+        print(f"  {line}")
     return seconds
 
 
-# The first model answer: the bundled model assembled, loaded and called once.
+# The first model answer: the bundled model assembled, its default weights made, loaded and
+# called once; the weights file it loaded.
 EMBEDDED_CALL = (
-    "from ima.models.llamacpp import load_embedded; load_embedded().invoke('Hi', max_tokens=1)"
+    "from ima.models.llamacpp import load_embedded; model = load_embedded(); "
+    "model.invoke('Hi', max_tokens=1); print('weights', model.model_path.rsplit('/', 1)[-1])"
 )
 OTHER_CALL = "from ima.models import load_chat_model; load_chat_model({spec!r}).invoke('Hi')"
 

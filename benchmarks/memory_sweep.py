@@ -4,16 +4,17 @@ seeds, each run in a fresh process, one after the other (never two llama.cpp pro
 
     python -m benchmarks.memory_sweep run --out sweep/          # every run not done yet
     python -m benchmarks.memory_sweep run --out sweep/ --configs m256-edit --seeds 0 --temperatures 0
+    python -m benchmarks.memory_sweep run --out sweep-q4_k_m/ --weights q4_k_m   # other weights
     python -m benchmarks.memory_sweep report --out sweep/       # the table, from the stored runs
     python -m benchmarks.memory_sweep compare --out sweep/ --against other/   # same meetings?
 
 `run` keeps each run's database, record (run.json) and state in OUT, and skips runs whose
 state is there: it resumes where it was stopped. `report` computes every figure with this
 checkout's code from the stored states (so a metric added later covers earlier runs too):
-a Markdown table per temperature, each configuration's mean ± standard deviation over its
-seeds. `compare` says, for each run stored in both folders (say, the same meeting on two
-commits), whether they are identical: every turn's text and token counts, every memory
-version and the final document; otherwise the first thing that differs.
+a Markdown table per temperature and weights file, each configuration's mean ± standard
+deviation over its seeds. `compare` says, for each run stored in both folders (say, the same
+meeting on two commits), whether they are identical: every turn's text and token counts,
+every memory version and the final document; otherwise the first thing that differs.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.embedded_run import DUMP, ROOT, measure, memory_prompts, probe_speed, python
+from benchmarks.embedded_measures import measure, short_name
+from benchmarks.embedded_run import DUMP, ROOT, memory_prompts, probe_speed, python
+from ima.core.settings import DEFAULT_WEIGHTS
 
 CONFIGS: dict[str, tuple[str, ...]] = {
     "baseline": ("--memory", "none"),
@@ -40,16 +43,19 @@ def run_name(config: str, temperature: float, seed: int) -> str:
     return f"{config}-t{temperature:g}-s{seed}".replace(".", "")
 
 
-def run_one(out: Path, config: str, temperature: float, seed: int, model: str) -> None:
+def run_one(
+    out: Path, config: str, temperature: float, seed: int, model: str, weights: str
+) -> None:
     """One meeting; its record and state go to OUT/records and OUT/states."""
     name = run_name(config, temperature, seed)
     db = out / "db" / f"{name}.sqlite"
     db.parent.mkdir(parents=True, exist_ok=True)
     for stale in db.parent.glob(f"{name}.sqlite*"):
         stale.unlink()  # a run stopped half-way starts again
-    speed = probe_speed(model)
+    speed = probe_speed(model, weights=weights)
     args = ["run", "--no-long-term", "--json", "--thread", name, "--db", str(db)]
-    args += ["--out", str(out / "runs"), "--model", model, "--seed", str(seed)]
+    args += ["--out", str(out / "runs"), "--model", model, "--weights", weights]
+    args += ["--seed", str(seed)]
     args += ["--temperature", str(temperature), *CONFIGS[config]]
     record = json.loads(python(ROOT, "-m", "ima", *args))
     state = json.loads(python(ROOT, "-c", DUMP, str(db), name))
@@ -110,20 +116,22 @@ ROWS = (
 
 
 def report(out: Path) -> str:
-    """A Markdown table per temperature: each configuration's mean (and standard deviation,
-    over seeds) of every row."""
-    groups: dict[float, dict[str, list[dict[str, Any]]]] = {}
+    """A Markdown table per temperature and weights file (runs on different weights are
+    never averaged together): each configuration's mean (and standard deviation, over
+    seeds) of every row."""
+    groups: dict[tuple[float, str], dict[str, list[dict[str, Any]]]] = {}
     for name, figures in stored_runs(out):
         config = name.rsplit("-", 2)[0]
-        groups.setdefault(figures["temperature"], {}).setdefault(config, []).append(figures)
+        group = groups.setdefault((figures["temperature"], figures["weights"]), {})
+        group.setdefault(config, []).append(figures)
     tables = []
-    for temperature, configs in sorted(groups.items()):
+    for (temperature, weights), configs in sorted(groups.items()):
         names = [c for c in CONFIGS if c in configs]
         seeds = {c: len(configs[c]) for c in names}
         head = " | ".join(f"{c} ({seeds[c]})" for c in names)
         tested = [c for c in names if c != "baseline"][:1] if "baseline" in names else []
         head += "".join(f" | p, {c} against the baseline" for c in tested)
-        lines = [f"temperature {temperature:g} (runs)", ""]
+        lines = [f"temperature {temperature:g}, weights {short_name(weights)} (runs)", ""]
         lines += [f"| | {head} |", "|---|" + "---|" * (len(names) + len(tested))]
         for label, key in ROWS:
             cells = []
@@ -213,6 +221,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--temperatures", default="0.7")
     parser.add_argument("--model", default="embedded")
+    parser.add_argument(
+        "--weights", default=DEFAULT_WEIGHTS, help="the embedded model's: q4_0 or q4_k_m"
+    )
     args = parser.parse_args(argv)
     if args.action == "report":
         print(report(args.out))
@@ -233,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
                 if not (
                     args.out / "states" / f"{run_name(config, temperature, seed)}.json"
                 ).exists():
-                    run_one(args.out, config, temperature, seed, args.model)
+                    run_one(args.out, config, temperature, seed, args.model, args.weights)
     print(report(args.out))
     return 0
 

@@ -56,6 +56,7 @@ def test_embedded_run_with_the_scripted_model():
     )
     row = next(line for line in out.splitlines() if line.startswith("memory updates"))
     assert row.split()[2:] == ["2"], row
+    assert re.search(r"^weights +-$", out, re.M)  # no weights file: not an in-process model
 
 
 def test_memory_sweep_runs_resumes_and_reports_from_its_stored_runs(tmp_path):
@@ -84,6 +85,19 @@ def test_memory_sweep_runs_resumes_and_reports_from_its_stored_runs(tmp_path):
     assert lines.splitlines()[1] == (
         f"m256-edit-t0-s0: differs first at memory version {version} of {role}"
     )
+
+    # runs on other weights get a table of their own, never a mean with these
+    record = tmp_path / "records" / "m256-edit-t0-s0.json"
+    moved = json.loads(record.read_text(encoding="utf-8"))
+    moved["settings"]["weights_file"] = "qwen2.5-coder-0.5b-instruct-q4_0.gguf"
+    record.write_text(json.dumps(moved), encoding="utf-8")
+    titles = re.findall(
+        r"^temperature .*$", bench("memory_sweep", "report", "--out", str(tmp_path)), re.M
+    )
+    assert titles == [
+        "temperature 0, weights - (runs)",
+        "temperature 0, weights q4_0.gguf (runs)",
+    ]
 
 
 def test_embedded_replay_records_a_run_and_compares_replays(tmp_path):
@@ -196,10 +210,11 @@ def test_embedded_run_floor_counts_what_no_prefix_cache_can_avoid():
 @pytest.mark.model
 def test_embedded_run_probes_the_machine_speed_on_the_embedded_model():
     from benchmarks.embedded_run import probe_speed
+    from ima.models.weights import DEFAULT_MODEL_FILE
 
-    speed = probe_speed("embedded")
-    assert speed is not None and all(s > 0 for s in speed[:2])
-    assert speed[2].endswith(".gguf")  # the weights file the speeds were measured on
+    speed = probe_speed("embedded", ("--weights", "q4_k_m"))
+    assert speed is not None and speed[0] > 0 and speed[1] > 0
+    assert speed[2] == DEFAULT_MODEL_FILE  # the weights measured, named
     assert probe_speed("scripted") is None
 
 
@@ -312,3 +327,76 @@ def test_pddl_optimal_checks_the_stored_lengths_with_a_planner(tmp_path, capsys)
     assert pddl_optimal.main(["--pyperplan", str(planner), *ids]) == 1
     out = capsys.readouterr().out
     assert "FAIL" in out and "1 failed" in out
+
+
+EDIT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "edits": {
+            "type": "array",
+            "items": {
+                "anyOf": [
+                    {
+                        "type": "object",
+                        "properties": {
+                            "to": {"enum": ["goal", "decisions"]},
+                            "add": {"type": "string"},
+                        },
+                        "required": ["to", "add"],
+                        "additionalProperties": False,
+                    }
+                ]
+            },
+            "minItems": 1,
+        }
+    },
+    "required": ["edits"],
+    "additionalProperties": False,
+}
+
+
+def test_engine_variants_tells_valid_usable_and_unusable_json_answers():
+    from benchmarks.engine_variants import answer_quality
+
+    valid = '{"edits": [{"to": "goal", "add": "Keep 30 days of raw data."}]}'
+    assert answer_quality(valid, EDIT_SCHEMA) == (True, True)
+    # a fenced answer with an extra field: invalid JSON for the grammar, usable after repair
+    fenced = '```json\n{"edits": [{"to": "goal", "add": "Budget 900."}], "note": 1}\n```'
+    assert answer_quality(fenced, EDIT_SCHEMA) == (False, True)
+    assert answer_quality("I would add the budget.", EDIT_SCHEMA) == (False, False)
+
+
+@pytest.mark.model
+def test_engine_variants_replays_recorded_calls_per_variant(tmp_path):
+    calls = [
+        {
+            "meta": {"ima_kind": "agent_turn", "ima_role": "BOA"},
+            "max_tokens": 8,
+            "response_format": None,
+            "messages": [{"type": "human", "content": "Name one storage format."}],
+        },
+        {
+            "meta": {"ima_kind": "memory_update", "ima_role": "BOA"},
+            "max_tokens": 40,
+            "response_format": {"type": "json_object", "schema": EDIT_SCHEMA},
+            "messages": [
+                {"type": "human", "content": 'Answer {"edits": [{"to": "goal", "add": "..."}]}'}
+            ],
+        },
+    ]
+    path = tmp_path / "calls.jsonl"
+    path.write_text("".join(json.dumps(c) + "\n" for c in calls))
+    out = bench(
+        "engine_variants",
+        str(path),
+        "--variants",
+        "default,default",
+        "--weights",
+        "q4_k_m",
+        "--rounds",
+        "2",
+    )
+    assert re.search(r"^outputs identical to default +2/2 +2/2$", out, re.M)
+    assert re.search(r"^  and every round +2/2 +2/2$", out, re.M)
+    assert re.search(r"^JSON valid \(%\) +100\.0 +100\.0$", out, re.M)
+    assert re.search(r"^weights +q4_k_m\.gguf +q4_k_m\.gguf$", out, re.M)

@@ -78,7 +78,9 @@ def calibrate_command(
         raise UserError("--judge-attempts must be at least 1")
 
     def judge_for(repeat: int) -> Any:
-        return load_chat_model(model_spec, judge_seed + repeat, 0.0, settings.call_timeout)
+        return load_chat_model(
+            model_spec, judge_seed + repeat, 0.0, settings.call_timeout, weights=settings.weights
+        )
 
     first = judge_for(0)  # a bad model spec fails here, before any work
     console.print(

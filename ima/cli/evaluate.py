@@ -219,7 +219,9 @@ def eval_command(
         highlight=False,
     )
     console.print(f"agents: {describe_model(agent_model(settings))}", highlight=False)
-    judge = load_chat_model(plan.judge_model, judge_seed, 0.0, settings.call_timeout)
+    judge = load_chat_model(
+        plan.judge_model, judge_seed, 0.0, settings.call_timeout, weights=settings.weights
+    )
     console.print(
         f"judge: {describe_model(judge)} · temperature 0 · seed {judge_seed}", highlight=False
     )

@@ -13,9 +13,30 @@ import contextlib
 import json
 import os
 import secrets
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
+
+from ima.core.processes import process_alive
+
+
+@contextlib.contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """`with atomic_path(path) as tmp: write(tmp)`, for writers that open the file themselves:
+    `path` holds what was written to `tmp` once the block ends, or is untouched if it raises
+    (`tmp` is then removed)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        yield tmp
+        with open(tmp, "rb") as written:  # durable before it takes the target's name
+            os.fsync(written.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _sync_folder(path.parent)
 
 
 @contextlib.contextmanager
@@ -23,18 +44,23 @@ def atomic_writer(path: Path, *, binary: bool = False) -> Iterator[IO[Any]]:
     """`with atomic_writer(path) as out: out.write(...)`: `path` holds everything written
     once the block ends, or is untouched if it raises. The file gets the user's usual
     permissions (opened with "x": never another file's)."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    try:
-        with open(tmp, "xb") if binary else open(tmp, "x", encoding="utf-8") as out:
-            yield out
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _sync_folder(path.parent)
+    with (
+        atomic_path(path) as tmp,
+        open(tmp, "xb") if binary else open(tmp, "x", encoding="utf-8") as out,
+    ):
+        yield out
+        out.flush()
+
+
+def remove_abandoned_temporaries(path: Path, *, idle_seconds: float = 60.0) -> None:
+    """Remove the temporary files of `path` left by processes killed mid-write (a killed
+    process cannot clean up): their writer's PID is dead and nothing wrote to them lately."""
+    cutoff = time.time() - idle_seconds
+    for tmp in Path(path).parent.glob(f".{Path(path).name}.*.tmp"):
+        pid = tmp.name.removeprefix(f".{Path(path).name}.").split(".", 1)[0]
+        with contextlib.suppress(OSError):
+            if pid.isdigit() and not process_alive(int(pid)) and tmp.stat().st_mtime < cutoff:
+                tmp.unlink()
 
 
 def _sync_folder(folder: Path) -> None:

@@ -31,6 +31,7 @@ MemoryMode = Literal["intrinsic", "none"]
 MemoryPromptLayout = Literal["lean", "full"]
 MemoryUpdateMode = Literal["rewrite", "edit"]
 PromptLayout = Literal["paper", "shared"]
+EmbeddedWeights = Literal["q4_0", "q4_k_m"]
 MEMORY_MODES: tuple[MemoryMode, ...] = ("intrinsic", "none")
 DEFAULT_MODEL = "embedded"
 CONFIG_FILE = "ima.toml"
@@ -39,6 +40,12 @@ CONFIG_FILE = "ima.toml"
 # meeting then ends by consensus within its token targets. The library keeps its smaller
 # default: the sweep measured this meeting only.
 MEETING_MEMORY_TOKENS = 512
+# The embedded model's weights unless a run names others. q4_0, made once from the bundled
+# q4_k_m when first chosen, runs 1.28x faster on prompts and 1.44x on generation (llama.cpp
+# repacks Q4_0 for AVX2 at load time; K-quants have no such path), but its meetings were worse:
+# the default meeting ran to the turn cap (60 turns) where q4_k_m agrees after 31, so it took
+# longer in all (benchmarks/README.md, "Weights").
+DEFAULT_WEIGHTS: EmbeddedWeights = "q4_k_m"
 # In the default meeting on the embedded model (12-06), updates after turns with fewer than 8
 # words the memory lacked changed nothing 2 times in 3 and cost a third of the update tokens.
 MEETING_NEWS_WORDS = 8
@@ -99,6 +106,11 @@ class RunContext(BaseSettings):
     )
     memory_model: str = Field(
         "", description="Model for memory updates; empty means the agents' model."
+    )
+    weights: EmbeddedWeights = Field(
+        DEFAULT_WEIGHTS,
+        description="Weights of the embedded model: q4_0 (made from the bundled file once, on "
+        "first use; faster on CPUs) or q4_k_m (the bundled file). gguf:PATH loads any file.",
     )
     template: TemplateKind = Field(
         "generic", description="Memory template: generic, manual (from the task) or llm."

@@ -109,7 +109,11 @@ class Evaluation:
 
     def judge_model(self) -> Any:
         return load_chat_model(
-            self.plan.judge_model, self.plan.judge_seed, 0.0, self.plan.settings.call_timeout
+            self.plan.judge_model,
+            self.plan.judge_seed,
+            0.0,
+            self.plan.settings.call_timeout,
+            weights=self.plan.settings.weights,
         )
 
     def _settings(self, run: PlannedRun) -> RunContext:

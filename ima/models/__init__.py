@@ -17,7 +17,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable, RunnableBinding
 
 from ima.core.errors import UserError
-from ima.core.settings import RunContext
+from ima.core.settings import DEFAULT_WEIGHTS, EmbeddedWeights, RunContext
 
 
 def parse_options(text: str) -> dict[str, str]:
@@ -79,7 +79,12 @@ class Models:
 def agent_model(settings: RunContext) -> BaseChatModel:
     """The model of agent turns, documentation and LLM-written templates."""
     return load_chat_model(
-        settings.model, settings.seed, settings.temperature, settings.call_timeout, settings.top_p
+        settings.model,
+        settings.seed,
+        settings.temperature,
+        settings.call_timeout,
+        settings.top_p,
+        settings.weights,
     )
 
 
@@ -87,8 +92,26 @@ def memory_model(settings: RunContext) -> BaseChatModel:
     """The model of memory updates: `memory_model` if set, else the agents' model."""
     spec = settings.memory_model or settings.model
     return load_chat_model(
-        spec, settings.seed, settings.temperature, settings.call_timeout, settings.top_p
+        spec,
+        settings.seed,
+        settings.temperature,
+        settings.call_timeout,
+        settings.top_p,
+        settings.weights,
     )
+
+
+def weights_files(settings: RunContext) -> dict[str, str]:
+    """The weights files a run's in-process models load, by name (a run's record keeps
+    them, so figures from different weights are never mixed); none for other backends."""
+    files = {"weights_file": _weights_file(agent_model(settings))}
+    if settings.memory_model:
+        files["memory_weights_file"] = _weights_file(memory_model(settings))
+    return {key: name for key, name in files.items() if name}
+
+
+def _weights_file(model: BaseChatModel) -> str:
+    return os.path.basename(getattr(model, "model_path", "")) if is_backend(model, EMBEDDED) else ""
 
 
 def load_chat_model(
@@ -97,16 +120,24 @@ def load_chat_model(
     temperature: float = 0.0,
     timeout: float = 600.0,
     top_p: float = 1.0,
+    weights: EmbeddedWeights = DEFAULT_WEIGHTS,
 ) -> BaseChatModel:
-    """A chat model for `spec`; raises UserError naming the problem for bad specs."""
+    """A chat model for `spec`; raises UserError naming the problem for bad specs.
+    `weights` chooses the embedded model's weights file (`embedded` only)."""
     # The server address is part of the key: a changed OLLAMA_HOST must not reuse a client.
     host = os.environ.get("OLLAMA_HOST", "")
-    return _load(spec, seed, temperature, timeout, top_p, host)
+    return _load(spec, seed, temperature, timeout, top_p, weights, host)
 
 
 @cache
 def _load(
-    spec: str, seed: int, temperature: float, timeout: float, top_p: float, _host: str
+    spec: str,
+    seed: int,
+    temperature: float,
+    timeout: float,
+    top_p: float,
+    weights: EmbeddedWeights,
+    _host: str,
 ) -> BaseChatModel:
     backend, _, rest = spec.strip().partition(":")
     if backend == "scripted":
@@ -117,7 +148,9 @@ def _load(
         if backend == "gguf" and not rest:
             raise UserError("gguf model path missing: write gguf:/path/to/model.gguf")
         try:
-            return load_embedded(rest or None, seed=seed, temperature=temperature, top_p=top_p)
+            return load_embedded(
+                rest or None, weights, seed=seed, temperature=temperature, top_p=top_p
+            )
         except ModelSetupError as exc:
             raise UserError(str(exc)) from None
     if backend == "ollama":

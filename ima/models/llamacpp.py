@@ -49,8 +49,9 @@ from langchain_core.utils.function_calling import convert_to_json_schema, conver
 from pydantic import Field
 
 from ima.core.processes import process_alive
+from ima.core.settings import DEFAULT_WEIGHTS, EmbeddedWeights
 from ima.models.tool_calls import answer_schema, json_answers, read_answer, with_tools
-from ima.models.weights import ModelSetupError, check_gguf, ensure_default_gguf, install_hint
+from ima.models.weights import ModelSetupError, check_gguf, ensure_weights, install_hint
 
 if TYPE_CHECKING:
     from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -59,8 +60,14 @@ __all__ = ["EmbeddedChatModel", "LlamaCppError", "ModelSetupError", "load_embedd
 
 log = logging.getLogger(__name__)
 
-# Prompt batch size (n_batch = n_ubatch) and the unit of prefix reuse.
+# Prompt batch size (n_ubatch: the tokens computed together) and the unit of prefix reuse.
 BLOCK = 64
+# Tokens handed to llama.cpp per decode call (n_batch): it computes them BLOCK at a time.
+BATCH = BLOCK
+# llama.cpp's flash attention: "auto" (its choice), "on" or "off".
+FLASH_ATTENTION = "auto"
+# Type of the KV cache's keys and values (a ggml type name: f16, q8_0).
+KV_CACHE = "f16"
 # Context size. An agent prompt is at most the token budget (2,048 by default) plus its
 # answer; documentation prompts are longer.
 CONTEXT = 4096
@@ -168,7 +175,12 @@ class _Engine:
         # each call stream its own cache at the size it uses (a slot costs n_ctx x 12 KB).
         params.n_parallel = 1
         params.n_ctx = n_ctx
-        params.n_batch = params.n_ubatch = BLOCK
+        params.n_batch, params.n_ubatch = BATCH, BLOCK
+        flash = {"auto": "AUTO", "on": "ENABLED", "off": "DISABLED"}[FLASH_ATTENTION]
+        attention = xllamacpp.llama_flash_attn_type
+        params.flash_attn_type = getattr(attention, f"LLAMA_FLASH_ATTN_TYPE_{flash}")
+        kv_type = getattr(xllamacpp.ggml_type, f"GGML_TYPE_{KV_CACHE.upper()}")
+        params.cache_type_k = params.cache_type_v = kv_type
         params.cache_ram_mib = 0  # no state swapping behind our back: the slot holds what we sent
         params.slot_save_path = self.directory + os.sep
         params.cpuparams.n_threads = n_threads
@@ -488,15 +500,18 @@ class EmbeddedChatModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=message)])
 
 
-def load_embedded(path: str | None = None, **kwargs: Any) -> EmbeddedChatModel:
-    """Build an embedded chat model; ``path=None`` means the bundled default model.
+def load_embedded(
+    path: str | None = None, weights: EmbeddedWeights = DEFAULT_WEIGHTS, **kwargs: Any
+) -> EmbeddedChatModel:
+    """Build an embedded chat model; ``path=None`` means the bundled model, with the
+    `weights` the run chose (made on first use: see ima/models/weights.py).
 
     Loads the weights eagerly so a bad file or a missing extra fails here, with a
     ModelSetupError, rather than at the first agent turn.
     """
     _require_xllamacpp()
     if path is None:
-        model_path = ensure_default_gguf()
+        model_path = ensure_weights(weights)
     else:
         model_path = Path(path).expanduser()
         check_gguf(model_path)

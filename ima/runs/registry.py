@@ -18,7 +18,7 @@ from ima.runs.database import Database, open_database
 TABLE = "ima_runs"
 # Settings a run recorded before they existed ran with these values: resume keeps them
 # even where today's default differs.
-RECORDED_BEFORE: dict[str, Any] = {"prompt_layout": "paper"}
+RECORDED_BEFORE: dict[str, Any] = {"prompt_layout": "paper", "weights": "q4_k_m"}
 _DDL = f"CREATE TABLE IF NOT EXISTS {TABLE} (thread_id TEXT PRIMARY KEY, record TEXT NOT NULL)"
 
 

@@ -20,7 +20,7 @@ from ima.core.settings import MEMORY_MODES, RunContext
 from ima.longterm import check_settings
 from ima.meeting.agent_context import check_budget
 from ima.meeting.builder import compile_graph
-from ima.models import agent_model, memory_model
+from ima.models import agent_model, memory_model, weights_files
 from ima.runs import leases
 from ima.runs.checkpoints import compact_thread, compact_while_running
 from ima.runs.database import using
@@ -89,7 +89,8 @@ def create_run(
         task_version=task.version,
         task_fingerprint=task.fingerprint,
         memory_mode=memory_mode,
-        settings={**settings.to_dict(), "brief_override": bool(brief)},
+        # which weights files ran (the `weights` setting's may fall back to the bundled one)
+        settings={**settings.to_dict(), "brief_override": bool(brief), **weights_files(settings)},
         out_dir=str((out_root / thread_id).resolve()),
         pid=os.getpid(),
         keep_history=keep_history,

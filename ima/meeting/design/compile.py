@@ -19,7 +19,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from ima import prompts
-from ima.core.state import CallUsage, add_call_usage, zero_usage
+from ima.core.state import CallUsage, add_call_usage, memory_slots, zero_usage
 from ima.core.tokens import count_tokens
 from ima.meeting.design import parts
 from ima.meeting.design.answers import Checker
@@ -132,7 +132,7 @@ def compile_design(
     )
     asker = _Asker(model, system, opening, dict(metadata), compiled)
     checker = Checker(task, state.get("brief") or task.description, instructions)
-    memories = state.get("memories") or {}
+    memories = memory_slots(state)
 
     components: dict[str, Component] = {}
     hows: dict[str, tuple[str, str]] = {}  # requirement: (component, how it meets it)

@@ -10,7 +10,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from ima.core.settings import RunContext
-from ima.core.state import FinalOutput, State, memory_slots
+from ima.core.state import FinalOutput, State
 from ima.meeting.design.compile import compile_design
 from ima.meeting.design.render import render_design
 from ima.meeting.prompting import instruction_texts, system_prompt, task_prompt
@@ -34,7 +34,7 @@ def make_documentation_node(task: Task, models: Models) -> Callable[..., dict[st
         )
         compiled = compile_design(
             task,
-            {**state, "memories": memory_slots(state)},  # the key compile_design reads
+            state,
             models.agent(settings),
             system=system,
             ending=ending,
