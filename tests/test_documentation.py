@@ -199,7 +199,8 @@ def test_an_estimate_that_does_not_add_up_is_asked_about_then_takes_its_derivati
     )
     update, prompts = document(task, calls(task, tail=[wrong, wrong, COSTS, PLAN, SUMMARY]))
     assert any('"storage" is 999, but its derivation gives 360: fix one' in p for p in prompts)
-    assert Design.model_validate(update["final"]["spec"]).estimates[0].value == 360
+    storage = Design.model_validate(update["final"]["spec"]).estimates[0]
+    assert storage.value == 360 and storage.derivation == "12 TB/day x 30 days = 360"
 
 
 def test_a_component_that_cannot_be_used_is_asked_again_then_left_open(task):
@@ -223,6 +224,32 @@ def test_a_sentence_copied_from_the_brief_does_not_say_how(task):
     assert any("copies the brief" in p for p in prompts)
     assert next(r for r in design.requirements if r.id == "R2").status == "open"
     assert design.component("safety_stream").status == "written"  # the rest of it is kept
+
+
+def test_what_the_default_meeting_wrote_on_12_06_is_asked_again_or_trimmed(task):
+    """A web address, the question repeated and another script are asked about again (and
+    the requirement stays open); a pro cut off at its length keeps its whole clauses."""
+    question = (
+        "Model training runs on Amazon SageMaker Training. Requirement R9 of the brief: "
+        "biweekly retraining and the regression gate."
+    )
+    hows = {
+        "R6": [how("R6", "https://docs.aws.amazon.com/s3/latest/userguide/lifecycle-rules.html")]
+        * 2,
+        "R9": [how("R9", question)] * 2,
+        "R3": [how("R3", "Dataflow runs批 each nightly job over the uploads in under 12 hours.")]
+        * 2,
+    }
+    training = next(s for s in slots(task) if s.id == "training")
+    cut = "It scales on demand for the biweekly retraining, which makes it suitable for a very"
+    components = {training.id: [component(training, pros=[cut[:80]])]}
+    update, prompts = document(task, calls(task, components=components, hows=hows))
+    assert any('"how" is a web address' in p for p in prompts)
+    assert any('"how" repeats the question' in p for p in prompts)
+    assert any('"how" mixes in another script' in p for p in prompts)
+    design = Design.model_validate(update["final"]["spec"])
+    assert {r.id for r in design.requirements if r.status == "open"} == {"R3", "R6", "R9"}
+    assert design.component("training").pros == ["It scales on demand for the biweekly retraining"]
 
 
 def test_a_figure_the_brief_contradicts_is_asked_about_then_listed(task):

@@ -15,6 +15,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from intrinsic_memory import scripts_of, strip_foreign
+
 from ima.core.ngrams import words
 from ima.meeting.design.checks import (
     compute_derivation,
@@ -23,7 +25,7 @@ from ima.meeting.design.checks import (
     junk_reason,
 )
 from ima.meeting.design.document import Component, CostLine, Estimate
-from ima.meeting.design.parts import MIN_STEPS, given_texts
+from ima.meeting.design.parts import ITEM_CHARS, MIN_STEPS, WHY_CHARS, given_texts, whole_clauses
 from ima.models.structured import AnswerError, extract_json
 from ima.tasks import ComponentSlot, EstimateSlot, Task
 
@@ -116,6 +118,8 @@ TOLERANCE = 0.05
 # Words that name no product: a technology made only of them ("Cloud-based platform",
 # "EU Cloud Service") says nothing a reader could build on.
 _FIGURE_NUMBERS = re.compile(r"\d[\d,.]*")
+# A link is not an explanation (and a small model's links are made up).
+_WEB_ADDRESS = re.compile(r"https?://|www\.|\b[\w-]+\.(?:com|org|io|net)/", re.I)
 _GENERIC = frozenset(
     [
         "a",
@@ -173,14 +177,21 @@ class Checker:
         self.task = task
         self.instructions = list(instructions)
         self.sources = given_texts(task, brief)
+        self.scripts = scripts_of(brief)
         self.agents = {r.id.lower() for r in task.roles} | {r.name.lower() for r in task.roles}
 
     # -- helpers
 
-    def _problem(self, field: str, text: str, *, own_words: bool = True) -> str:
+    def _problem(self, field: str, text: str, *, own_words: bool = True, question: str = "") -> str:
         reason = junk_reason(text, self.task, self.instructions)
         if reason:
             return f'"{field}" cannot be used: {reason}'
+        if _WEB_ADDRESS.search(text):
+            return f'"{field}" is a web address; say it in a sentence of your own'
+        if strip_foreign(text, self.scripts)[1]:
+            return f'"{field}" mixes in another script; write it in the brief\'s language'
+        if question and copied_share(text, [question]) >= COPIED:
+            return f'"{field}" repeats the question; answer it'
         if own_words and copied_share(text, self.sources) >= COPIED:
             return f'"{field}" copies the brief; say it in your own words'
         return ""
@@ -212,6 +223,7 @@ class Checker:
         def parse(text: str) -> Component:
             data = _object_of(text)
             technology, why = (" ".join(str(data.get(k) or "").split()) for k in TEXTS)
+            why = whole_clauses(why, WHY_CHARS)
             if slot.options and technology not in slot.options:
                 raise AnswerError(f'"technology" must be one of: {", ".join(slot.options)}')
             if not set(words(technology)) - _GENERIC or self._names_an_agent(technology):
@@ -237,15 +249,16 @@ class Checker:
 
         return parse
 
-    def how_parser(self) -> Callable[[str], str]:
+    def how_parser(self, question: str = "") -> Callable[[str], str]:
         """One sentence of the design's own on how a component meets a requirement: not
-        copied, no junk; a figure the brief contradicts is asked about once, then listed."""
+        copied (from the brief or the `question`), no junk; a figure the brief contradicts
+        is asked about once, then listed."""
         last = self._attempts()
 
         def parse(text: str) -> str:
             final = last()
             how = " ".join(str(_object_of(text).get("how") or "").split())
-            if problem := self._problem("how", how):
+            if problem := self._problem("how", how, question=question):
                 raise AnswerError(problem)
             if not final and (conflict := self._conflict("how", how)):
                 raise AnswerError(conflict)
@@ -255,7 +268,8 @@ class Checker:
 
     def _items(self, value: Any) -> list[str]:
         listed = value if isinstance(value, list) else [value] if value else []
-        items = [" ".join(str(v).split()).strip(" .;,") for v in listed]
+        items = [whole_clauses(" ".join(str(v).split()), ITEM_CHARS) for v in listed]
+        items = [i.strip(" .;,") for i in items]
         return [i for i in items if i and not self._problem("item", i, own_words=False)]
 
     def estimates_parser(
@@ -325,7 +339,7 @@ class Checker:
                 raise AnswerError(
                     f'"{name}" is {value:g}, but its derivation gives {computed:g}: fix one'
                 )
-            return round(computed, 2), derivation, True
+            return round(computed, 2), _with_result(derivation, computed), True
         return float(value), derivation, False
 
     def plan_parser(self, components: Sequence[Component]) -> Callable[[str], list[str]]:
@@ -358,6 +372,13 @@ class Checker:
             return summary
 
         return parse
+
+
+def _with_result(derivation: str, computed: float) -> str:
+    """The derivation ending in its own arithmetic's result (the one the estimate takes),
+    not the number the model wrote after "="."""
+    head = derivation.rsplit("=", 1)[0].strip() if "=" in derivation else derivation
+    return f"{head} = {computed:,.2f}".removesuffix(".00")
 
 
 def _agrees(value: float, computed: float) -> bool:

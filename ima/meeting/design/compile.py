@@ -158,15 +158,19 @@ def compile_design(
         for rid in slot.meets if component else ():
             if rid in hows:  # a requirement is met by the first part that says how
                 continue
+            fields = {
+                "title": slot.title,
+                "technology": component.technology,
+                "requirement": rid,
+                "named": parts.requirement_name(task, rid),
+            }
+            question, _ = prompt_parts("design/how", **fields)
             how = asker.ask(
                 "how",
                 f"{slot.id}:{rid}",
                 parts.how_schema(),
-                checker.how_parser(),
-                title=slot.title,
-                technology=component.technology,
-                requirement=rid,
-                named=parts.requirement_name(task, rid),
+                checker.how_parser(question),
+                **fields,
             )
             if how:
                 hows[rid] = (slot.id, how)

@@ -24,6 +24,9 @@ __all__ = [
 ]
 
 MIN_STEPS, MAX_STEPS = 3, 6
+# Characters of a pro or con, and of a component's reason: an answer at the limit was cut
+# mid-sentence, and its last clause is dropped (`whole_clauses`).
+ITEM_CHARS, WHY_CHARS = 80, 160
 
 
 def _text(max_length: int, min_length: int = 3) -> dict[str, Any]:
@@ -37,6 +40,19 @@ def _object(properties: dict[str, Any]) -> dict[str, Any]:
         "required": list(properties),
         "additionalProperties": False,
     }
+
+
+def whole_clauses(text: str, limit: int) -> str:
+    """`text` as written, or, when it reached `limit` characters (the model was cut off
+    mid-sentence), up to its last complete clause."""
+    text = text.strip()
+    if len(text) < limit - 1:
+        return text
+    for mark in (". ", "; ", ", "):
+        head = text.rsplit(mark, 1)[0]
+        if head != text and len(head) >= limit // 3:
+            return head.strip(" ,;")
+    return text
 
 
 def given_texts(task: Task, brief: str) -> list[str]:
@@ -123,10 +139,10 @@ def cost_sentence(costs: Costs) -> str:
 
 
 def component_schema(slot: ComponentSlot) -> dict[str, Any]:
-    items = {"type": "array", "items": _text(60), "minItems": 1, "maxItems": 2}
+    items = {"type": "array", "items": _text(ITEM_CHARS), "minItems": 1, "maxItems": 2}
     properties = {
         "technology": {"enum": list(slot.options)} if slot.options else _text(40, 2),
-        "why": _text(140, 20),
+        "why": _text(WHY_CHARS, 20),
         "pros": items,
         "cons": items,
     }
