@@ -125,6 +125,7 @@ PLAN = answer(
             "steps": [
                 "Set up the vehicle upload at the four depots",
                 "MLA: ACCEPT.",
+                "Deploy the model training agent",
                 "Deploy the safety-event stream before the first drives",
                 "Run the batch processing on the first nightly uploads",
             ]

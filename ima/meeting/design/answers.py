@@ -118,6 +118,8 @@ TOLERANCE = 0.05
 # Words that name no product: a technology made only of them ("Cloud-based platform",
 # "EU Cloud Service") says nothing a reader could build on.
 _FIGURE_NUMBERS = re.compile(r"\d[\d,.]*")
+# A plan step builds the pipeline: the agents who designed it are no part of it.
+_AGENTS = re.compile(r"\bagents?\b", re.I)
 # A link is not an explanation (and a small model's links are made up).
 _WEB_ADDRESS = re.compile(r"https?://|www\.|\b[\w-]+\.(?:com|org|io|net)/", re.I)
 _GENERIC = frozenset(
@@ -353,8 +355,10 @@ class Checker:
                 step = " ".join(str(step).split()).strip()
                 step = re.sub(r"^(?:step\s*)?\d+[.):]\s*", "", step, flags=re.I)
                 first = step.split(" ", 1)[0].lower() if step else ""
-                bad = self._problem("step", step, own_words=False) or (
-                    first not in ACTION_VERBS and "it does not start with an action's verb"
+                bad = (
+                    self._problem("step", step, own_words=False)
+                    or (first not in ACTION_VERBS and "it does not start with an action's verb")
+                    or (_AGENTS.search(step) and "the meeting's agents are not the pipeline's")
                 )
                 if not bad and step not in steps:
                     steps.append(step[0].upper() + step[1:])
