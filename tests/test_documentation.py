@@ -204,6 +204,17 @@ def test_an_estimate_that_does_not_add_up_is_asked_about_then_takes_its_derivati
     assert storage.value == 360 and storage.derivation == "12 TB/day x 30 days = 360"
 
 
+def test_a_monthly_cost_shows_its_price(task):
+    """A cost derived from quantities alone (as the default meeting's 12-06 replay wrote:
+    "1000 GB/h x 200 h/day") is asked about again, then left missing."""
+    no_price = {"usd": 200_000, "derivation": "1000 GB/h x 200 h/day"}
+    costs = answer(json.dumps({**json.loads(COSTS.content), "Compute": no_price}))
+    update, prompts = document(task, calls(task, tail=[ESTIMATES, costs, costs, PLAN, SUMMARY]))
+    assert any('"Compute" derivation must show a price in USD' in p for p in prompts)
+    lines = Design.model_validate(update["final"]["spec"]).costs.lines
+    assert [line.usd_per_month for line in lines] == [9200, None, 3200, 800]
+
+
 def test_a_component_that_cannot_be_used_is_asked_again_then_left_open(task):
     """The first component names no technology of the task's, twice: it is open, its
     requirements are open, and every other part is written."""

@@ -282,7 +282,7 @@ class ScriptedChatModel(BaseChatModel):
             return json.dumps({i: {"value": 12, "derivation": "3 x 4 = 12"} for i in ids})
         if "## Part: monthly cost" in ask:
             lines = re.findall(r"^- ([^:\n]+)$", _between(ask, "## Part: monthly cost"), re.M)
-            usd = {"usd": 1000, "derivation": "10 x 100 = 1000"}
+            usd = {"usd": 1000, "derivation": "10 TB x 100 USD = 1000"}
             return json.dumps({line.strip(): usd for line in lines})
         components = re.findall(r"^- ([^:\n]+): (.+)$", _between(ask, "The components"), re.M)
         if "## Part: high-level plan" in ask:

@@ -118,6 +118,8 @@ TOLERANCE = 0.05
 # Words that name no product: a technology made only of them ("Cloud-based platform",
 # "EU Cloud Service") says nothing a reader could build on.
 _FIGURE_NUMBERS = re.compile(r"\d[\d,.]*")
+# A monthly cost is a quantity at a price: its derivation names the currency.
+_PRICE = re.compile(r"USD|US\$|\$", re.I)
 # A plan step builds the pipeline: the agents who designed it are no part of it.
 _AGENTS = re.compile(r"\bagents?\b", re.I)
 # A link is not an explanation (and a small model's links are made up).
@@ -332,6 +334,8 @@ class Checker:
         problem = problem or self._problem(f"{name} derivation", derivation, own_words=False)
         if not problem and len(_FIGURE_NUMBERS.findall(derivation)) < 2:
             problem = f'"{name}" derivation must show how the number follows from others'
+        if not problem and key == "usd" and not _PRICE.search(derivation):
+            problem = f'"{name}" derivation must show a price in USD (a quantity x its price)'
         if problem:
             if not final:
                 raise AnswerError(problem)
@@ -379,9 +383,9 @@ class Checker:
 
 
 def _with_result(derivation: str, computed: float) -> str:
-    """The derivation ending in its own arithmetic's result (the one the estimate takes),
-    not the number the model wrote after "="."""
-    head = derivation.rsplit("=", 1)[0].strip() if "=" in derivation else derivation
+    """The arithmetic `compute_derivation` read (left of the first "="), ending in its
+    result, the one the estimate takes: not what the model wrote after it."""
+    head = derivation.split("=", 1)[0].strip()
     return f"{head} = {computed:,.2f}".removesuffix(".00")
 
 
