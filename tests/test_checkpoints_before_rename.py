@@ -1,17 +1,16 @@
 """A run stored by the code from before the meeting kept its memory under the library's key
 (`intrinsic_memory`; it was `memories`) resumes on today's code and ends as a run started
-today does. The stored run (tests/fixtures/checkpoint_before_rename.sqlite, made by
-tests/fixtures/make_checkpoint_before_rename.py) was killed mid-step: its newest
+today does. The stored run (tests/fixtures/checkpoint_before_rename.sql, the SQL of its
+database, made by tests/fixtures/make_checkpoint_before_rename.py) was killed mid-step: its newest
 checkpoint holds a memory update's writes to `memories`, the next turn's still to come."""
 
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 from pathlib import Path
 
-FIXTURE = Path(__file__).parent / "fixtures" / "checkpoint_before_rename.sqlite"
+FIXTURE = Path(__file__).parent / "fixtures" / "checkpoint_before_rename.sql"
 THREAD = "before-rename"
 # the settings the stored run was started with
 SETTINGS = ["--model", "scripted:delay=0.05", "--seed", "7", "--no-long-term"]
@@ -20,8 +19,8 @@ SETTINGS += ["--memory-concurrency", "2", "--memory-update", "edit"]
 
 def test_a_run_stored_before_the_rename_resumes_to_the_end_of_a_run_started_now(cli, tmp_path):
     db = str(tmp_path / "before.sqlite")
-    shutil.copy(FIXTURE, db)
     with sqlite3.connect(db) as conn:
+        conn.executescript(FIXTURE.read_text(encoding="utf-8"))
         pending = conn.execute(
             "SELECT count(*) FROM writes WHERE channel = 'memories' AND checkpoint_id = "
             "(SELECT max(checkpoint_id) FROM checkpoints)"
