@@ -281,44 +281,41 @@ class Checker:
     def estimates_parser(
         self, slots: Sequence[EstimateSlot]
     ) -> Callable[[str], tuple[list[Estimate], list[str]]]:
-        last = self._attempts()
+        by_id = {slot.id: slot for slot in slots}
 
-        def parse(text: str) -> tuple[list[Estimate], list[str]]:
-            final = last()
-            data = _object_of(text)
-            estimates, recomputed = [], []
-            for slot in slots:
-                value, derivation, changed = self._figure(data.get(slot.id), slot.id, final)
-                if changed:
-                    recomputed.append(slot.id)
-                estimates.append(
-                    Estimate(
-                        id=slot.id,
-                        label=slot.label,
-                        unit=slot.unit,
-                        value=value,
-                        derivation=derivation,
-                    )
-                )
-            return estimates, recomputed
+        def estimate(name: str, value: float | None, derivation: str) -> Estimate:
+            slot = by_id[name]
+            return Estimate(
+                id=name, label=slot.label, unit=slot.unit, value=value, derivation=derivation
+            )
 
-        return parse
+        return self._figures_parser(list(by_id), "value", estimate)
 
     def costs_parser(
         self, lines: Sequence[str]
     ) -> Callable[[str], tuple[list[CostLine], list[str]]]:
+        def cost(name: str, value: float | None, derivation: str) -> CostLine:
+            return CostLine(label=name, usd_per_month=value, derivation=derivation)
+
+        return self._figures_parser(list(lines), "usd", cost)
+
+    def _figures_parser(
+        self, names: list[str], key: str, make: Callable[[str, float | None, str], Any]
+    ) -> Callable[[str], tuple[list[Any], list[str]]]:
+        """The parser of a part made of named figures (estimates, cost lines): each one
+        checked by `_figure`, and the names whose value was recomputed."""
         last = self._attempts()
 
-        def parse(text: str) -> tuple[list[CostLine], list[str]]:
+        def parse(text: str) -> tuple[list[Any], list[str]]:
             final = last()
             data = _object_of(text)
-            costs, recomputed = [], []
-            for line in lines:
-                value, derivation, changed = self._figure(data.get(line), line, final, "usd")
+            made, recomputed = [], []
+            for name in names:
+                value, derivation, changed = self._figure(data.get(name), name, final, key)
                 if changed:
-                    recomputed.append(line)
-                costs.append(CostLine(label=line, usd_per_month=value, derivation=derivation))
-            return costs, recomputed
+                    recomputed.append(name)
+                made.append(make(name, value, derivation))
+            return made, recomputed
 
         return parse
 
