@@ -120,3 +120,48 @@ def test_the_voting_phase_is_the_schedules_last_whatever_its_name(task):
     data["schedule"]["phases"][0]["name"] = "vote"
     with pytest.raises(ValueError, match="phase names must be unique"):
         Task.model_validate(data)
+
+
+# Votes the embedded model cast in the default meeting (12-06, seed 0): a reasoned objection
+# and reflexes that name no requirement.
+REASONED = (
+    "REJECT\n\nThe integrated proposal does not meet the requirement that faces and licence "
+    "plates be blurred before any human sees the data. This violates R5."
+)
+REFLEX = (
+    "REJECT\n\nThe integrated proposal does not meet the requirements of the task goal. The "
+    "camera count calculation is not accurate."
+)
+BY_TITLE = "REJECT: the design ignores the cellular data cap; send clips only."
+
+
+def test_a_rejection_counts_only_when_it_names_the_requirement_it_defends(task):
+    from ima.meeting.votes import turn_flags
+
+    assert task.schedule.consensus == "consent"
+    assert turn_flags(task, REASONED, voting=True) == ["REJECT"]
+    assert turn_flags(task, BY_TITLE, voting=True) == ["REJECT"]
+    assert turn_flags(task, REFLEX, voting=True) == ["UNREASONED"]
+    assert turn_flags(task, "ACCEPT. It covers R5.", voting=True) == ["ACCEPT"]
+    assert turn_flags(task, REFLEX, voting=False) == []  # not a vote outside the ballot
+    unanimous = task.model_copy(
+        update={"schedule": task.schedule.model_copy(update={"consensus": "unanimous"})}
+    )
+    assert turn_flags(unanimous, REFLEX, voting=True) == ["REJECT"]
+
+
+def test_reflex_rejections_abstain_and_the_meeting_agrees(run_graph, monkeypatch):
+    """Voters that reject without naming a requirement do not block a vote others accept."""
+    from ima.models.scripted import ScriptedChatModel
+
+    original = ScriptedChatModel._turn  # a meeting turn's text for its prompt
+
+    def reflex(self, prompt: str) -> str:
+        text = original(self, prompt)
+        return REFLEX if text.startswith("REJECT") else text
+
+    monkeypatch.setattr(ScriptedChatModel, "_turn", reflex)
+    out = run_graph(model="scripted:reject_rounds=100000")
+    flags = [f for t in out["transcript"] for f in t["flags"]]
+    assert "UNREASONED" in flags and "REJECT" not in flags
+    assert out["status"] == "finalized"

@@ -64,7 +64,7 @@ def without_view_log(values: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def finished(task: Task) -> tuple[dict[str, Any], dict[str, Any]]:
-    run, values, _ = scripted_run(task, token_budget=1600)
+    run, values, _ = scripted_run(task, token_budget=1760)
     return run, values
 
 
@@ -243,7 +243,7 @@ def test_usage_and_outcome_sections(finished):
     assert "the design above, as data" in page.text_by_id["spec"]
     assert '"components"' in page.text_by_id["spec"]
     record = page.text_by_id["run-record"]
-    for expected in ("scripted", "finalized", "1600", "data-pipeline v3"):
+    for expected in ("scripted", "finalized", "1760", "data-pipeline v3"):
         assert expected in record
 
 
@@ -275,7 +275,7 @@ def _middle_of(graph: Any) -> dict[str, Any]:
 
 
 def test_run_in_progress_renders_what_exists(task):
-    _, _, graph = scripted_run(task, token_budget=1600)
+    _, _, graph = scripted_run(task, token_budget=1760)
     values = _middle_of(graph)
     run = {"thread_id": "view-test", "status": "running", "memory_mode": "intrinsic"}
     page = Page(render_view(run, values))
@@ -287,7 +287,7 @@ def test_run_in_progress_renders_what_exists(task):
 
 
 def test_old_run_without_memory_log_or_prompt_composition_says_so(task):
-    _, _, graph = scripted_run(task, token_budget=1600)
+    _, _, graph = scripted_run(task, token_budget=1760)
     values = without_view_log(_middle_of(graph))
     page = Page(render_view({"thread_id": "view-test", "status": "running"}, values))
     assert len(page.with_class("turn")) == len(values["transcript"])

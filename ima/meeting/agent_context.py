@@ -42,6 +42,7 @@ from ima.meeting.prompting import (
     system_prompt,
     task_prompt,
 )
+from ima.meeting.votes import VOTES
 from ima.tasks import Task
 
 
@@ -54,6 +55,9 @@ def render_turn(index: int, speaker: str, content: str) -> str:
 # first turn is always a multiple of this (1-based: turns 1, 5, 9, ...), so the prefix is
 # stable for about this many turns.
 WINDOW_BLOCK = 4
+# The proposal a voter judges: the digest's first whole lines within this many tokens. The
+# budget check reserves it, so the default budget holds a voter's question with its memory.
+VOTED_PROPOSAL_TOKENS = 112
 
 
 def memory_text(slot: Mapping[str, Any]) -> str:
@@ -127,19 +131,20 @@ def instruction_for(task: Task, role_id: str, state: Mapping[str, Any]) -> str:
         return prompts.render(
             "instruction_voter",
             phase_instruction=phase.instruction,
-            proposal=accepted_proposal(task, state["transcript"]),
+            proposal=accepted_proposal(task, state["transcript"], tokens=VOTED_PROPOSAL_TOKENS),
             requirements=_own_requirements(task, role_id),
         )
     return prompts.render("instruction_worker", phase_instruction=phase.instruction)
 
 
 def _own_requirements(task: Task, role_id: str) -> str:
-    """The requirements a voter's role owns, each by its id and first words (a role that
-    owns every item judges the proposal against the whole brief)."""
+    """The requirements a voter's role owns, each by its id and title (a role that owns
+    every item judges the proposal against the whole brief)."""
     owned = [r for r in task.requirements if r.id in task.own_items(role_id)]
-    if len(owned) == len(task.requirements):
-        return "every requirement of the brief"
-    return "; ".join(f"{r.id} ({' '.join(r.text.split()[:7])}...)" for r in owned) or "the brief"
+    if len(owned) == len(task.requirements) > 1:
+        return f"every requirement of the brief ({owned[0].id} to {owned[-1].id})"
+    named = [f"{r.id} ({r.title or ' '.join(r.text.split()[:7]) + '...'})" for r in owned]
+    return "; ".join(named) or "the brief"
 
 
 def secret_ballot(
@@ -149,7 +154,7 @@ def secret_ballot(
     others voted: a small model copies the first vote it reads)."""
     if not task.schedule.is_vote(role_id, state["phase"]):
         return transcript
-    return [t for t in transcript if not {"ACCEPT", "REJECT"} & set(t.get("flags") or [])]
+    return [t for t in transcript if not set(VOTES) & set(t.get("flags") or [])]
 
 
 def turn_words(task: Task, role_id: str, settings: RunContext) -> int:
@@ -355,15 +360,24 @@ def build_question_prompt(
 
 
 def fixed_tokens(task: Task, brief: str, settings: RunContext) -> int:
-    """Tokens of the largest fixed context (task, role, instructions) any agent needs."""
-    state: dict[str, Any] = {
-        "brief": brief,
-        "transcript": [],
-        MEMORY_KEY: {r: {"text": ""} for r in task.speakers},
-        **task.schedule.start(),
-    }
+    """Tokens of the largest fixed context (task, role, instructions) any agent needs in
+    any phase: a voter's question holds the proposal on the table, up to
+    `VOTED_PROPOSAL_TOKENS`."""
     probe = settings.with_values(token_budget=10**9)
-    return max(build_turn_prompt(task, r, state, probe, True).tokens for r in task.speakers)
+    # the probe's question holds the placeholder of no proposal; a real one may be longer
+    proposal = VOTED_PROPOSAL_TOKENS - cached_count(accepted_proposal(task, []))
+    sizes = []
+    for phase in task.schedule.phases:
+        state: dict[str, Any] = {
+            "brief": brief,
+            "transcript": [],
+            MEMORY_KEY: {r: {"text": ""} for r in task.speakers},
+            **task.schedule.start(phase.name),
+        }
+        for role_id in task.speakers:
+            more = proposal if task.schedule.is_vote(role_id, phase.name) else 0
+            sizes.append(build_turn_prompt(task, role_id, state, probe, True).tokens + more)
+    return max(sizes)
 
 
 def check_budget(task: Task, brief: str, settings: RunContext, with_memory: bool) -> None:

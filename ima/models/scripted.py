@@ -185,8 +185,11 @@ class ScriptedChatModel(BaseChatModel):
                 text = f"FINALIZE. All agents accepted the design; {who} documents it."
         elif "Start your answer with ACCEPT or REJECT" in ask:
             rejecting = role == self.rejecter and int(question["round"]) <= self.reject_rounds
-            vote = "REJECT" if rejecting else "ACCEPT"
-            text = f"{vote}\nAs {role}, the integrated proposal covers this point: {point}"
+            if rejecting:  # an objection names the requirement it defends
+                own = re.search(r"against (\S+) \(", ask) or re.search(r"\b(R\d+)\b", prompt)
+                text = f"REJECT\n{own.group(1) if own else 'The brief'} is not met: {point}"
+            else:
+                text = f"ACCEPT\nAs {role}, the integrated proposal covers this point: {point}"
         elif nxt := re.search(r"what exactly (\w+) should address next", ask):
             text = f"{role} ({phase}): {nxt.group(1)}, please address this: {point}"
         else:

@@ -19,15 +19,17 @@ SCHEDULE = Schedule(
 )
 
 
-def meet(answer: Any, turn_cap: int = 60) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def meet(
+    answer: Any, turn_cap: int = 60, schedule: Schedule = SCHEDULE
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Run the schedule: `answer(speaker, position)` is each turn's text."""
-    position, transcript = SCHEDULE.start(), []
+    position, transcript = schedule.start(), []
     while position["next_speaker"] != DOCUMENTATION:
         speaker = position["next_speaker"]
         text = answer(speaker, position)
-        voting = SCHEDULE.is_vote(speaker, position["phase"])
+        voting = schedule.is_vote(speaker, position["phase"])
         transcript.append({"speaker": speaker, "flags": parse_flags(text, voting=voting)})
-        position |= SCHEDULE.advance(position, transcript, turn_cap)
+        position |= schedule.advance(position, transcript, turn_cap)
     return transcript, position
 
 
@@ -64,6 +66,34 @@ def test_a_rejected_vote_is_voted_again_then_the_phase_before_it_returns():
     rounds = len(transcript) // len(SCHEDULE.round_order)
     assert rounds == 5  # discussion, vote, vote, discussion again, vote: accepted
     assert position["handoff"] == "finalize"
+
+
+@pytest.mark.parametrize(
+    ("consensus", "kia_says", "votes"),
+    [
+        ("unanimous", "I have no view.", 3),  # an unclear vote blocks, like a REJECT
+        ("consent", "I have no view.", 1),  # it abstains: the first vote agrees
+        ("consent", "REJECT", 3),  # a REJECT blocks either way
+    ],
+)
+def test_consent_lets_a_voter_abstain_but_not_object(consensus, kia_says, votes):
+    schedule = SCHEDULE.model_copy(update={"consensus": consensus})
+    says = iter([kia_says] * 2)
+
+    def answer(speaker: str, position: dict[str, Any]) -> str:
+        if speaker == "KIA" and position["phase"] == "consensus" and not position["consensus"]:
+            return next(says, "ACCEPT")
+        return agreeable(speaker, position)
+
+    transcript, position = meet(answer, schedule=schedule)
+    assert position["handoff"] == "finalize"
+    assert len(transcript) // len(SCHEDULE.round_order) == 2 + (votes - 1) + (votes > 1)
+
+
+def test_consent_needs_one_voter_to_accept():
+    schedule = SCHEDULE.model_copy(update={"consensus": "consent"})
+    _, position = meet(lambda s, p: "No view.", turn_cap=20, schedule=schedule)
+    assert position["handoff"] == "turn_cap" and not position["consensus"]
 
 
 def test_the_turn_cap_ends_any_meeting():

@@ -64,16 +64,19 @@ def _clean_lines(text: str, task: Task, instructions: Sequence[str], tokens: int
 
 
 def accepted_proposal(
-    task: Task, transcript: Sequence[Mapping[str, Any]], instructions: Sequence[str] = ()
+    task: Task,
+    transcript: Sequence[Mapping[str, Any]],
+    instructions: Sequence[str] = (),
+    tokens: int = PROPOSAL_TOKENS,
 ) -> str:
     """The proposal on the table: the integrator's latest digest (the first role reviewing
     after each round), cleaned of votes and echoed instructions, its first lines within
-    `PROPOSAL_TOKENS`."""
+    `tokens`."""
     integrator = (task.schedule.after_round or [task.schedule.facilitator])[0]
     for turn in reversed(transcript):
         if turn.get("speaker") == integrator:
             text = str(turn.get("content", ""))
-            if lines := _clean_lines(text, task, instructions, PROPOSAL_TOKENS):
+            if lines := _clean_lines(text, task, instructions, tokens):
                 return lines
     return "- (no proposal was summarised: use the brief)"
 

@@ -6,13 +6,13 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from intrinsic_memory import parse_flags
 from langgraph.runtime import Runtime
 
 from ima.core.settings import RunContext
 from ima.core.state import State, Turn
 from ima.core.tokens import count_tokens
 from ima.meeting.agent_context import build_turn_prompt, render_turn, turn_words
+from ima.meeting.votes import turn_flags
 from ima.models import Models
 from ima.models.calls import call_model
 from ima.tasks import Task
@@ -55,7 +55,7 @@ def make_agent_node(
             phase=state["phase"],
             round=state["phase_round"],
             content=text,
-            flags=parse_flags(text, voting=schedule.is_vote(role_id, state["phase"])),
+            flags=turn_flags(task, text, voting=schedule.is_vote(role_id, state["phase"])),
             tokens=count_tokens(render_turn(index, role_id, text)),
             usage=usage,
             context=prompt.share,

@@ -9,10 +9,10 @@ next, the phases and their rounds, the consensus vote, FINALIZE, and a person's 
     position["next_speaker"]   # a role, or "documentation"
 
 A round: the facilitator before each worker, then the after-round agents. In the last
-phase every worker and after-round agent votes ACCEPT or REJECT. When all accept, the
-facilitator is asked to say FINALIZE, and documentation starts when it does; a facilitator
-that does not is asked once more, then documentation starts anyway, recorded as the
-"fallback" hand-off. A vote without agreement goes on for the phase's rounds, then back to
+phase every worker and after-round agent votes ACCEPT or REJECT. When all accept (with
+`consensus="consent"`: some accept and none rejects), the facilitator is asked to say
+FINALIZE, and documentation starts when it does; a facilitator that does not is asked once
+more, then documentation starts anyway, recorded as the "fallback" hand-off. A vote without agreement goes on for the phase's rounds, then back to
 the phase before it. The turn cap ends any meeting.
 """
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -43,7 +43,13 @@ class Phase(BaseModel):
 
 class Schedule(BaseModel):
     """Algorithm 2 generalised: a facilitator between workers, a fixed sequence of agents
-    after each full round, phases, and a finaliser that writes the output."""
+    after each full round, phases, and a finaliser that writes the output.
+
+    `consensus` says when a vote round agrees. "unanimous" (the paper's rule, the default):
+    every voter says ACCEPT. "consent": at least one voter says ACCEPT and none says REJECT;
+    a turn without a clear vote abstains. The caller decides what counts as an objection:
+    a turn whose flags hold no "REJECT" does not block (a meeting may count only a REJECT
+    that names the requirement it defends)."""
 
     model_config = ConfigDict(extra="forbid")
     facilitator: str
@@ -51,6 +57,7 @@ class Schedule(BaseModel):
     after_round: list[str] = []
     finalizer: str
     phases: list[Phase] = Field(min_length=1)
+    consensus: Literal["unanimous", "consent"] = "unanimous"
 
     @model_validator(mode="after")
     def _consistent(self) -> Schedule:
@@ -137,7 +144,7 @@ class Schedule(BaseModel):
         names = [p.name for p in self.phases]  # a round is complete
         index = names.index(phase)
         if phase == self.voting_phase:
-            if all(votes.get(v) == ACCEPT for v in self.voters):
+            if self._agreed(votes):
                 return {"votes": votes, "consensus": True, "next_speaker": self.facilitator}
             if phase_round < self.phases[index].rounds:
                 phase_round += 1
@@ -156,6 +163,12 @@ class Schedule(BaseModel):
             "next_speaker": order[0],
             "votes": {},
         }
+
+    def _agreed(self, votes: Mapping[str, str]) -> bool:
+        said = [votes.get(v, "") for v in self.voters]
+        if self.consensus == "consent":
+            return ACCEPT in said and REJECT not in said
+        return all(vote == ACCEPT for vote in said)
 
     def _after_consensus(self, position: Mapping[str, Any], last: Mapping[str, Any]) -> dict:
         if last["speaker"] != self.facilitator:
