@@ -35,6 +35,7 @@ from ima.core.tokens import count_tokens
 from ima.meeting.design.compile import accepted_proposal
 from ima.meeting.prompting import (
     cached_count,
+    component_line,
     conversation_section,
     memory_section,
     own_role_prompt,
@@ -116,7 +117,9 @@ def build_context(
 
 
 def instruction_for(task: Task, role_id: str, state: Mapping[str, Any]) -> str:
-    """What the agent is asked this turn: by its role and the phase the meeting is in."""
+    """What the agent is asked this turn: by its role and the phase the meeting is in. In a
+    phase of proposals (neither the first nor the vote) of a task with a `design:` block,
+    a worker is shown the components it owns and the integrator lists what was proposed."""
     schedule = task.schedule
     phase = next(p for p in schedule.phases if p.name == state["phase"])
     if role_id == schedule.facilitator:
@@ -134,7 +137,32 @@ def instruction_for(task: Task, role_id: str, state: Mapping[str, Any]) -> str:
             proposal=accepted_proposal(task, state["transcript"], tokens=VOTED_PROPOSAL_TOKENS),
             requirements=_own_requirements(task, role_id),
         )
-    return prompts.render("instruction_worker", phase_instruction=phase.instruction)
+    proposing = phase.name not in (schedule.phases[0].name, schedule.voting_phase)
+    if proposing and task.design is not None:
+        if role_id == (schedule.after_round or [None])[0]:
+            return prompts.render(
+                "instruction_integrator",
+                phase_instruction=phase.instruction,
+                components=", ".join(c.title for c in task.design.components),
+            )
+        return prompts.render(
+            "instruction_worker",
+            phase_instruction=phase.instruction,
+            own_components=_own_components(task, role_id),
+        )
+    return prompts.render(
+        "instruction_worker", phase_instruction=phase.instruction, own_components=""
+    )
+
+
+def _own_components(task: Task, role_id: str) -> str:
+    """The design's components `role_id` owns, with what each is for and its candidate
+    technologies: what a worker proposes in a phase of proposals (a small model otherwise
+    copies the first worker's list)."""
+    assert task.design is not None
+    own = [c for c in task.design.components if c.owner == role_id]
+    lines = [component_line(c) for c in own]
+    return "\nYour area's components:\n" + "\n".join(lines) if lines else ""
 
 
 def _own_requirements(task: Task, role_id: str) -> str:

@@ -16,6 +16,7 @@ from intrinsic_memory import render_memory
 from ima import prompts
 from ima.core.tokens import count_tokens
 from ima.tasks import Task
+from ima.tasks.design import ComponentSlot
 
 
 def roster(task: Task) -> str:
@@ -91,10 +92,21 @@ def _prompt_texts() -> tuple[str, ...]:
     return tuple(prompts.load(n) for n in names if n not in NOT_AGENT_PROMPTS)
 
 
+def component_line(component: ComponentSlot) -> str:
+    """A design component as a worker proposing it is shown it: what it is for, and its
+    candidate technologies."""
+    options = "; ".join(component.options)
+    return f"- {component.title}: {component.ask}" + (
+        f" (candidates: {options})" if options else ""
+    )
+
+
 def instruction_texts(task: Task, templates: Mapping[str, str] | None = None) -> list[str]:
     """What the agents are told besides the brief: the task's phase instructions, role
     descriptions and manual template, the agent-facing prompt files, and the run's memory
-    templates (LLM-written ones live only in the run's state)."""
+    templates (LLM-written ones live only in the run's state). The design's components,
+    shown to workers proposing them, are left out: a design names them and their
+    technologies by right."""
     return [
         *(p.instruction for p in task.schedule.phases),
         *(r.description for r in task.roles),
