@@ -190,39 +190,43 @@ def compact_thread(
     if found is None:
         return
     oldest, delta = found
-    metadata = {**oldest.metadata, "counters_since_delta_snapshot": {k: [0, 0] for k in delta}}
-    keep = oldest.config["configurable"]["checkpoint_id"]
+    kept = _Kept(oldest, thread_id, delta)
     if isinstance(saver, PostgresSaver):
-        _compact_postgres(saver, thread_id, keep, delta, metadata)
+        _compact_postgres(saver, kept)
     else:
-        _compact_sqlite(saver, oldest, thread_id, keep, delta, metadata)
+        _compact_sqlite(saver, kept)
 
 
-def _compact_sqlite(
-    saver: Any,
-    kept: Any,
-    thread_id: str,
-    keep: str,
-    delta: dict[str, Any],
-    metadata: dict[str, Any],
-) -> None:
+class _Kept:
+    """The checkpoint a compaction keeps, and what its row becomes whichever saver holds it."""
+
+    def __init__(self, found: Any, thread_id: str, delta: dict[str, Any]) -> None:
+        self.checkpoint = found.checkpoint  # as the saver read it
+        self.thread_id = thread_id
+        self.id: str = found.config["configurable"]["checkpoint_id"]
+        self.delta = delta  # the delta channels' values, stored whole from now on
+        counters = {k: [0, 0] for k in delta}
+        self.metadata = {**found.metadata, "counters_since_delta_snapshot": counters}
+
+
+def _compact_sqlite(saver: Any, kept: _Kept) -> None:
     """SqliteSaver keeps the whole checkpoint (values included) in one row: rewrite it, and
     drop the checkpoints before it and their writes. Freed pages return to the file system."""
     checkpoint = dict(kept.checkpoint)
     stored = dict(checkpoint["channel_values"])
-    for key, value in delta.items():
+    for key, value in kept.delta.items():
         stored[key] = _DeltaSnapshot(value)
     checkpoint["channel_values"] = stored
     kind, blob = saver.serde.dumps_typed(checkpoint)
     where = "thread_id = ? AND checkpoint_ns = '' AND checkpoint_id"
     with saver.cursor() as cur:
         # Checkpoint ids grow with time (uuid6): LangGraph finds the latest by them too.
-        cur.execute(f"DELETE FROM writes WHERE {where} < ?", (thread_id, keep))
-        cur.execute(f"DELETE FROM checkpoints WHERE {where} < ?", (thread_id, keep))
+        cur.execute(f"DELETE FROM writes WHERE {where} < ?", (kept.thread_id, kept.id))
+        cur.execute(f"DELETE FROM checkpoints WHERE {where} < ?", (kept.thread_id, kept.id))
         cur.execute(
             f"UPDATE checkpoints SET type = ?, checkpoint = ?, metadata = ?, "
             f"parent_checkpoint_id = NULL WHERE {where} = ?",
-            (kind, blob, json.dumps(metadata).encode(), thread_id, keep),
+            (kind, blob, json.dumps(kept.metadata).encode(), kept.thread_id, kept.id),
         )
     with saver.lock:  # executescript steps the pragma to the end (execute frees one page)
         saver.conn.executescript("PRAGMA incremental_vacuum;")
@@ -250,14 +254,10 @@ DELETE FROM checkpoint_blobs b WHERE b.thread_id = %s AND b.checkpoint_ns = '' A
 """
 
 
-def _compact_postgres(
-    saver: PostgresSaver,
-    thread_id: str,
-    keep: str,
-    delta: dict[str, Any],
-    metadata: dict[str, Any],
-) -> None:
+def _compact_postgres(saver: PostgresSaver, kept: _Kept) -> None:
     from psycopg.types.json import Jsonb
+
+    thread_id, keep = kept.thread_id, kept.id
 
     with saver._cursor() as cur, cur.connection.transaction():
         fence = getattr(saver, "fence", None)
@@ -274,7 +274,7 @@ def _compact_postgres(
             return
         checkpoint = row["checkpoint"]
         versions = checkpoint["channel_versions"]
-        for key, value in delta.items():
+        for key, value in kept.delta.items():
             if key not in versions:
                 continue  # never written (e.g. memories in the baseline): nothing to keep
             kind, blob = saver.serde.dumps_typed(_DeltaSnapshot(value))
@@ -283,7 +283,7 @@ def _compact_postgres(
         cur.execute(
             "UPDATE checkpoints SET checkpoint = %s, metadata = %s, parent_checkpoint_id = NULL "
             "WHERE thread_id = %s AND checkpoint_ns = '' AND checkpoint_id = %s",
-            (Jsonb(checkpoint), Jsonb(metadata), thread_id, keep),
+            (Jsonb(checkpoint), Jsonb(kept.metadata), thread_id, keep),
         )
         cur.execute(_PG_UNREFERENCED_BLOBS, (thread_id,))
 

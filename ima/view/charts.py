@@ -129,6 +129,39 @@ def _x_labels(
         ET.SubElement(svg, "text", {"x": f"{x:.1f}", "y": str(y), "class": "tick-x"}).text = label
 
 
+@dataclass(frozen=True)
+class _Frame:
+    """A chart being drawn: its SVG with the y axis in place, pixels per unit, slot width."""
+
+    svg: ET.Element
+    scale: float
+    slot: float
+
+    def x(self, i: float) -> float:
+        """The centre of slot `i`."""
+        return _MARGIN_LEFT + self.slot * (i + 0.5)
+
+    def y(self, value: float) -> float:
+        return _HEIGHT - _MARGIN_BOTTOM - value * self.scale
+
+    def done(self, labels: Sequence[str]) -> Markup:
+        """The chart, its slots labelled along the x axis."""
+        _x_labels(self.svg, [self.x(i) for i in range(len(labels))], labels, self.slot)
+        return Markup(ET.tostring(self.svg, encoding="unicode"))
+
+
+def _frame(count: int, top: float, label: str, unit: str, slot: float, min_width: float) -> _Frame:
+    """An empty chart of `count` slots, each `slot` pixels wide or wider (the chart is at
+    least `min_width`), whose y axis reaches `top` or a little above."""
+    width = max(min_width, _MARGIN_LEFT + _MARGIN_RIGHT + slot * count)
+    svg = _svg(width, label)
+    ticks = nice_ticks(top)
+    scale = (_HEIGHT - _MARGIN_TOP - _MARGIN_BOTTOM) / ticks[-1]
+    right = width - _MARGIN_RIGHT
+    _axis(svg, ticks, scale, right, unit)
+    return _Frame(svg, scale, (right - _MARGIN_LEFT) / max(count, 1))
+
+
 def stacked_bars(
     bars: Sequence[Bar],
     series: Sequence[Series],
@@ -143,26 +176,18 @@ def stacked_bars(
     Bars share `min_width` (the width of the chart's box on a laptop screen) and never get
     narrower than `slot` pixels each: a longer run makes the chart wider and it scrolls.
     """
-    width = max(min_width, _MARGIN_LEFT + _MARGIN_RIGHT + slot * len(bars))
-    svg = _svg(width, label)
-    plot_height = _HEIGHT - _MARGIN_TOP - _MARGIN_BOTTOM
     top = max(
         [sum(b.values.get(s.key, 0) for s in series) for b in bars]
         + [b.reference or 0 for b in bars]
         + [1]
     )
-    ticks = nice_ticks(top)
-    scale = plot_height / ticks[-1]
-    right = width - _MARGIN_RIGHT
-    _axis(svg, ticks, scale, right, unit)
-    slot = (right - _MARGIN_LEFT) / max(len(bars), 1)
+    frame = _frame(len(bars), top, label, unit, slot, min_width)
+    slot, scale = frame.slot, frame.scale
     bar_width = max(min(slot * 0.72, 36.0), 2.0)
     base = _HEIGHT - _MARGIN_BOTTOM
-    centres = []
     for i, bar in enumerate(bars):
-        centre = _MARGIN_LEFT + slot * (i + 0.5)
-        centres.append(centre)
-        group = ET.SubElement(svg, "a", {"href": bar.href}) if bar.href else svg
+        centre = frame.x(i)
+        group = ET.SubElement(frame.svg, "a", {"href": bar.href}) if bar.href else frame.svg
         group = ET.SubElement(group, "g", {"class": "bar"})
         if bar.tooltip:
             ET.SubElement(group, "title").text = bar.tooltip
@@ -185,7 +210,7 @@ def stacked_bars(
                 },
             )
         if bar.reference:
-            ry = base - bar.reference * scale
+            ry = frame.y(bar.reference)
             ET.SubElement(
                 group,
                 "line",
@@ -210,8 +235,7 @@ def stacked_bars(
                     "fill": bar.marker,
                 },
             )
-    _x_labels(svg, centres, [b.label for b in bars], slot)
-    return Markup(ET.tostring(svg, encoding="unicode"))
+    return frame.done([b.label for b in bars])
 
 
 def cumulative_line(
@@ -223,31 +247,22 @@ def cumulative_line(
     min_width: float = 420.0,
 ) -> Markup:
     """A running total: one line, one dot per point in its own colour (the speaker)."""
-    width = max(min_width, _MARGIN_LEFT + _MARGIN_RIGHT + slot * len(points))
-    svg = _svg(width, label)
-    plot_height = _HEIGHT - _MARGIN_TOP - _MARGIN_BOTTOM
     totals: list[float] = []
     running = 0.0
     for p in points:
         running += p.value
         totals.append(running)
-    ticks = nice_ticks(max([*totals, 1]))
-    scale = plot_height / ticks[-1]
-    right = width - _MARGIN_RIGHT
-    _axis(svg, ticks, scale, right, unit)
-    slot = (right - _MARGIN_LEFT) / max(len(points), 1)
-    base = _HEIGHT - _MARGIN_BOTTOM
-    xy = [(_MARGIN_LEFT + slot * (i + 0.5), base - t * scale) for i, t in enumerate(totals)]
+    frame = _frame(len(points), max([*totals, 1]), label, unit, slot, min_width)
+    xy = [(frame.x(i), frame.y(t)) for i, t in enumerate(totals)]
     if xy:
         path = "M" + " L".join(f"{x:.1f},{y:.1f}" for x, y in xy)
-        ET.SubElement(svg, "path", {"d": path, "class": "cumulative"})
+        ET.SubElement(frame.svg, "path", {"d": path, "class": "cumulative"})
     for (x, y), p, total in zip(xy, points, totals, strict=True):
         dot = ET.SubElement(
-            svg, "circle", {"cx": f"{x:.1f}", "cy": f"{y:.1f}", "r": "3.5", "fill": p.colour}
+            frame.svg, "circle", {"cx": f"{x:.1f}", "cy": f"{y:.1f}", "r": "3.5", "fill": p.colour}
         )
         ET.SubElement(dot, "title").text = f"{p.tooltip} · running total {total:,.0f} {unit}"
-    _x_labels(svg, [x for x, _ in xy], [p.label for p in points], slot)
-    return Markup(ET.tostring(svg, encoding="unicode"))
+    return frame.done([p.label for p in points])
 
 
 @dataclass(frozen=True)
@@ -271,19 +286,11 @@ def line_chart(
 ) -> Markup:
     """Lines over shared x slots (e.g. turns), one colour each, a dot with hover text per
     point; the y axis runs from 0 to `top` (default: the largest value)."""
-    width = max(min_width, _MARGIN_LEFT + _MARGIN_RIGHT + slot * len(x_labels))
-    svg = _svg(width, label)
-    plot_height = _HEIGHT - _MARGIN_TOP - _MARGIN_BOTTOM
     highest = top if top is not None else max([v for ln in lines for _, v, _ in ln.points] + [1])
-    ticks = nice_ticks(highest)
-    scale = plot_height / ticks[-1]
-    right = width - _MARGIN_RIGHT
-    _axis(svg, ticks, scale, right, unit)
-    slot = (right - _MARGIN_LEFT) / max(len(x_labels), 1)
-    base = _HEIGHT - _MARGIN_BOTTOM
+    frame = _frame(len(x_labels), highest, label, unit, slot, min_width)
     for line in lines:
-        xy = [(_MARGIN_LEFT + slot * (i + 0.5), base - v * scale) for i, v, _ in line.points]
-        group = ET.SubElement(svg, "g", {"class": "series"})
+        xy = [(frame.x(i), frame.y(v)) for i, v, _ in line.points]
+        group = ET.SubElement(frame.svg, "g", {"class": "series"})
         ET.SubElement(group, "title").text = line.label
         if len(xy) > 1:
             path = "M" + " L".join(f"{x:.1f},{y:.1f}" for x, y in xy)
@@ -295,6 +302,4 @@ def line_chart(
                 {"cx": f"{x:.1f}", "cy": f"{y:.1f}", "r": "3.5", "fill": line.colour},
             )
             ET.SubElement(dot, "title").text = tooltip
-    centres = [_MARGIN_LEFT + slot * (i + 0.5) for i in range(len(x_labels))]
-    _x_labels(svg, centres, list(x_labels), slot)
-    return Markup(ET.tostring(svg, encoding="unicode"))
+    return frame.done(x_labels)

@@ -113,6 +113,15 @@ class _Asker:
             self.compiled.unusable[part] = outcome.error
         return outcome.value
 
+    def figures(
+        self, part: str, schema: dict[str, Any], parse: Any, empty: Any, **fields: Any
+    ) -> Any:
+        """A part whose figures the checker recomputes (estimates, costs): the answer's, or
+        `empty` when no answer was usable; what was recomputed is kept with the design."""
+        value, recomputed = self.ask(part, part, schema, parse, **fields) or (empty, [])
+        self.compiled.recomputed += recomputed
+        return value
+
 
 def compile_design(
     task: Task,
@@ -181,26 +190,22 @@ def compile_design(
     design.components = [components[s.id] for s in plan.components]
 
     if plan.estimates:
-        answer = asker.ask(
-            "estimates",
+        design.estimates = asker.figures(
             "estimates",
             parts.estimates_schema(plan.estimates),
             checker.estimates_parser(plan.estimates),
+            parts.empty_estimates(plan.estimates),
             estimates=parts.estimate_lines(plan.estimates),
         )
-        design.estimates, recomputed = answer or (parts.empty_estimates(plan.estimates), [])
-        compiled.recomputed += recomputed
     if plan.cost_lines:
-        answer = asker.ask(
-            "costs",
+        lines = asker.figures(
             "costs",
             parts.costs_schema(plan.cost_lines),
             checker.costs_parser(plan.cost_lines),
+            parts.empty_costs(plan.cost_lines),
             estimates=parts.estimate_summary(design.estimates),
             lines="\n".join(f"- {line}" for line in plan.cost_lines),
         )
-        lines, recomputed = answer or (parts.empty_costs(plan.cost_lines), [])
-        compiled.recomputed += recomputed
         design.costs = Costs.model_validate(parts.total(lines, plan.budget))
 
     components = parts.component_lines(design.components)
