@@ -35,81 +35,15 @@ __all__ = ["Checker"]
 
 # A plan's step is an action: it opens with one of these verbs (in the imperative).
 ACTION_VERBS = frozenset(
-    [
-        "add",
-        "adopt",
-        "automate",
-        "build",
-        "buy",
-        "choose",
-        "configure",
-        "connect",
-        "create",
-        "decommission",
-        "define",
-        "deliver",
-        "deploy",
-        "design",
-        "document",
-        "enable",
-        "encrypt",
-        "establish",
-        "estimate",
-        "extend",
-        "finish",
-        "harden",
-        "hire",
-        "implement",
-        "import",
-        "index",
-        "install",
-        "integrate",
-        "introduce",
-        "label",
-        "launch",
-        "load",
-        "migrate",
-        "monitor",
-        "move",
-        "negotiate",
-        "onboard",
-        "open",
-        "operate",
-        "order",
-        "pilot",
-        "plan",
-        "prepare",
-        "procure",
-        "provision",
-        "publish",
-        "purchase",
-        "record",
-        "register",
-        "release",
-        "replicate",
-        "retrain",
-        "review",
-        "roll",
-        "run",
-        "scale",
-        "secure",
-        "select",
-        "set",
-        "ship",
-        "sign",
-        "start",
-        "switch",
-        "test",
-        "train",
-        "transfer",
-        "tune",
-        "turn",
-        "upgrade",
-        "upload",
-        "validate",
-        "verify",
-        "write",
-    ]
+    (
+        "add adopt automate build buy choose configure connect create decommission define "
+        "deliver deploy design document enable encrypt establish estimate extend finish "
+        "harden hire implement import index install integrate introduce label launch load "
+        "migrate monitor move negotiate onboard open operate order pilot plan prepare "
+        "procure provision publish purchase record register release replicate retrain "
+        "review roll run scale secure select set ship sign start switch test train "
+        "transfer tune turn upgrade upload validate verify write"
+    ).split()
 )
 TEXTS = ("technology", "why")  # a component's one-line fields
 # A sentence whose word 5-grams are this much the brief's or the requirements' is copied.
@@ -117,8 +51,6 @@ COPIED = 0.5
 # An estimate off its own derivation by more than this (after a change of unit by powers of
 # 1,000) is asked about once, then takes the derivation's result.
 TOLERANCE = 0.05
-# Words that name no product: a technology made only of them ("Cloud-based platform",
-# "EU Cloud Service") says nothing a reader could build on.
 _FIGURE_NUMBERS = re.compile(r"\d[\d,.]*")
 # A monthly cost is a quantity at a price: its derivation names the currency.
 _PRICE = re.compile(r"USD|US\$|\$", re.I)
@@ -126,51 +58,15 @@ _PRICE = re.compile(r"USD|US\$|\$", re.I)
 _AGENTS = re.compile(r"\bagents?\b", re.I)
 # A link is not an explanation (and a small model's links are made up).
 _WEB_ADDRESS = re.compile(r"https?://|www\.|\b[\w-]+\.(?:com|org|io|net)/", re.I)
+# Words that name no product: a technology made only of them ("Cloud-based platform",
+# "EU Cloud Service") says nothing a reader could build on.
 _GENERIC = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "and",
-        "of",
-        "for",
-        "with",
-        "based",
-        "eu",
-        "european",
-        "cloud",
-        "clouds",
-        "service",
-        "services",
-        "platform",
-        "system",
-        "systems",
-        "solution",
-        "component",
-        "components",
-        "pipeline",
-        "data",
-        "managed",
-        "storage",
-        "processing",
-        "stream",
-        "streaming",
-        "batch",
-        "database",
-        "tool",
-        "tools",
-        "technology",
-        "software",
-        "application",
-        "server",
-        "servers",
-        "n",
-        "a",
-        "na",
-        "none",
-        "tbd",
-        "todo",
-    ]
+    (
+        "a an the and of for with based eu european cloud clouds service services "
+        "platform system systems solution component components pipeline data managed "
+        "storage processing stream streaming batch database tool tools technology "
+        "software application server servers n a na none tbd todo"
+    ).split()
 )
 
 
