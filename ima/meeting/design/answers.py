@@ -35,7 +35,7 @@ __all__ = ["Checker"]
 
 # A plan's step is an action: it opens with one of these verbs (in the imperative).
 ACTION_VERBS = frozenset(
-    (
+    (  # noqa: SIM905 (a list of words reads best as words)
         "add adopt automate build buy choose configure connect create decommission define "
         "deliver deploy design document enable encrypt establish estimate extend finish "
         "harden hire implement import index install integrate introduce label launch load "
@@ -61,7 +61,7 @@ _WEB_ADDRESS = re.compile(r"https?://|www\.|\b[\w-]+\.(?:com|org|io|net)/", re.I
 # Words that name no product: a technology made only of them ("Cloud-based platform",
 # "EU Cloud Service") says nothing a reader could build on.
 _GENERIC = frozenset(
-    (
+    (  # noqa: SIM905
         "a an the and of for with based eu european cloud clouds service services "
         "platform system systems solution component components pipeline data managed "
         "storage processing stream streaming batch database tool tools technology "
