@@ -317,6 +317,7 @@ def test_the_accepted_proposal_is_the_integrators_digest_without_votes_or_echoes
             "ACCEPT.\n- Batch jobs blur faces and plates nightly",
         },
         {"speaker": "BOA", "content": "ACCEPT. Fine."},
+        {"speaker": "KIA", "phase": "consensus", "content": "ACCEPT\nThe digest covers it all."},
     ]
     assert accepted_proposal(task, transcript) == (
         "- Kinesis streams safety events\n- Batch jobs blur faces and plates nightly"

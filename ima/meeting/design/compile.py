@@ -70,11 +70,12 @@ def accepted_proposal(
     tokens: int = PROPOSAL_TOKENS,
 ) -> str:
     """The proposal on the table: the integrator's latest digest (the first role reviewing
-    after each round), cleaned of votes and echoed instructions, its first lines within
-    `tokens`."""
+    after each round) outside the vote (its vote's reason is no digest), cleaned of votes
+    and echoed instructions, its first lines within `tokens`."""
     integrator = (task.schedule.after_round or [task.schedule.facilitator])[0]
+    voting = task.schedule.voting_phase
     for turn in reversed(transcript):
-        if turn.get("speaker") == integrator:
+        if turn.get("speaker") == integrator and turn.get("phase") != voting:
             text = str(turn.get("content", ""))
             if lines := _clean_lines(text, task, instructions, tokens):
                 return lines
