@@ -124,15 +124,17 @@ def test_the_voting_phase_is_the_schedules_last_whatever_its_name(task):
 
 # Votes the embedded model cast in the default meeting (12-06, seed 0): a reasoned objection
 # and reflexes that name no requirement.
-REASONED = (
-    "REJECT\n\nThe integrated proposal does not meet the requirement that faces and licence "
-    "plates be blurred before any human sees the data. This violates R5."
-)
+REASONED = "REJECT\n\nThe integrated proposal does not handle the blurring. This violates R5."
 REFLEX = (
     "REJECT\n\nThe integrated proposal does not meet the requirements of the task goal. The "
     "camera count calculation is not accurate."
 )
 BY_TITLE = "REJECT: the design ignores the cellular data cap; send clips only."
+# 12-06 again (seed 0, with the design's components shown): R5 in the voter's own words
+IN_OWN_WORDS = (
+    "REJECT\n\nThe integrated proposal violates the requirement that cameras must be blurred "
+    "before people see data, access logging."
+)
 
 
 def test_a_rejection_counts_only_when_it_names_the_requirement_it_defends(task):
@@ -141,6 +143,7 @@ def test_a_rejection_counts_only_when_it_names_the_requirement_it_defends(task):
     assert task.schedule.consensus == "consent"
     assert turn_flags(task, REASONED, voting=True) == ["REJECT"]
     assert turn_flags(task, BY_TITLE, voting=True) == ["REJECT"]
+    assert turn_flags(task, IN_OWN_WORDS, voting=True) == ["REJECT"]
     assert turn_flags(task, REFLEX, voting=True) == ["UNREASONED"]
     assert turn_flags(task, "ACCEPT. It covers R5.", voting=True) == ["ACCEPT"]
     assert turn_flags(task, REFLEX, voting=False) == []  # not a vote outside the ballot

@@ -1,6 +1,6 @@
 """What a vote counts in the meeting. With the task's `consensus: consent`, an objection must
-name the requirement it defends: a REJECT that names none of the brief's requirements is
-recorded as UNREASONED and abstains. A small model rejects by reflex ("does not meet the
+name the requirement it defends (`names_requirement`): a REJECT that names none of the
+brief's requirements is recorded as UNREASONED and abstains. A small model rejects by reflex ("does not meet the
 requirements of the task goal"); a reasoned objection still blocks, as in the paper."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import re
 
 from intrinsic_memory import parse_flags
 
-from ima.tasks import Task
+from ima.tasks import Requirement, Task
+from ima.tasks.evidence import matched_keywords, normalise
 
 REJECT, UNREASONED = "REJECT", "UNREASONED"
 VOTES = ("ACCEPT", REJECT, UNREASONED)
@@ -17,12 +18,18 @@ VOTES = ("ACCEPT", REJECT, UNREASONED)
 
 
 def names_requirement(task: Task, text: str) -> bool:
-    """Whether `text` names one of the brief's requirements, by id (R5) or by title."""
-    lowered = text.lower()
+    """Whether `text` names one of the brief's requirements: by id (R5), by title, or in
+    its own words, holding at least half (and two) of the requirement's evidence groups
+    ("faces ... blurred before any human" names R5)."""
+    lowered, normalised = text.lower(), normalise(text)
     words = set(re.findall(r"[\w-]+", lowered))
-    return any(
-        r.id.lower() in words or (r.title and r.title.lower() in lowered) for r in task.requirements
-    )
+
+    def named(r: Requirement) -> bool:
+        held = sum(k is not None for k in matched_keywords(r, normalised))
+        in_words = held >= 2 and 2 * held >= len(r.evidence)
+        return r.id.lower() in words or bool(r.title and r.title.lower() in lowered) or in_words
+
+    return any(named(r) for r in task.requirements)
 
 
 def turn_flags(task: Task, text: str, voting: bool) -> list[str]:
