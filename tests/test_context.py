@@ -170,7 +170,7 @@ def test_shared_layout_gives_every_speaker_the_same_task_and_turns_first(task):
     """The shared layout: the system message is the task and the roster, the user message opens with
     the recent turns, the same for whoever speaks at a turn; the speaker's role, own memory
     and question come last; every prompt within the budget, its composition recorded."""
-    budget = 2048
+    budget = 2304  # room for several turns beside the largest question (a voter's)
     recorder = PromptRecorder()
     graph = compile_graph(task, "intrinsic", checkpointer=InMemorySaver())
     out = graph.invoke(

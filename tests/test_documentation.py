@@ -324,6 +324,23 @@ def test_the_accepted_proposal_is_the_integrators_digest_without_votes_or_echoes
     )
 
 
+def test_once_workers_have_proposed_the_proposal_is_their_latest_words(task):
+    """The integrator of 12-06 copied the last worker's list: voters objected to R5 (the
+    anonymisation BOA had proposed) being left out, round after round."""
+    said = {
+        "BOA": "Anonymisation: Brighter AI blurs faces and plates in AWS Batch before labelling.",
+        "DEA": "Vehicle upload: AWS DataSync at each depot, IoT Core for event clips.",
+    }
+    transcript = [
+        {"speaker": "BOA", "phase": "discussion", "content": "Blurring matters most to me."},
+        {"speaker": "BOA", "phase": "proposals", "content": "Old: blur later, in the cloud."},
+        *({"speaker": w, "phase": "proposals", "content": text} for w, text in said.items()),
+        {"speaker": "KIA", "phase": "proposals", "content": "- " + said["DEA"]},
+        {"speaker": "DEA", "phase": "consensus", "content": "REJECT: R5 is not met."},
+    ]
+    assert accepted_proposal(task, transcript) == "\n".join(f"- {t}" for t in said.values())
+
+
 @pytest.mark.parametrize("bad_json, status", [(1, "written"), (2, "open")])
 def test_the_scripted_meeting_documents_a_design_or_leaves_components_open(
     run_graph, bad_json, status

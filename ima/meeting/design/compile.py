@@ -49,7 +49,8 @@ class Compiled:
 
 def _clean_lines(text: str, task: Task, instructions: Sequence[str], tokens: int) -> str:
     """The lines of a turn or memory that may feed a design, as a list within `tokens`:
-    no headings, votes, flags, echoed instructions or residue; each line once."""
+    no headings, votes, flags, echoed instructions or residue; each line once. A first line
+    longer than `tokens` keeps its first words that fit."""
     kept: list[str] = []
     for line in text.splitlines():
         if line.lstrip().startswith("#"):
@@ -58,9 +59,18 @@ def _clean_lines(text: str, task: Task, instructions: Sequence[str], tokens: int
         if len(body.split()) < 3 or body in kept or junk_reason(body, task, instructions):
             continue
         if count_tokens("\n".join([*kept, body])) > tokens:
+            if not kept:
+                kept.append(_first_words(body, tokens))
             break
         kept.append(body)
-    return "\n".join(f"- {line}" for line in kept)
+    return "\n".join(f"- {line}" for line in kept if line)
+
+
+def _first_words(text: str, tokens: int) -> str:
+    words = text.split()
+    while words and count_tokens(" ".join(words) + " ...") > tokens:
+        words.pop()
+    return " ".join(words) + " ..." if len(words) >= 3 else ""
 
 
 def accepted_proposal(
@@ -69,13 +79,28 @@ def accepted_proposal(
     instructions: Sequence[str] = (),
     tokens: int = PROPOSAL_TOKENS,
 ) -> str:
-    """The proposal on the table: the integrator's latest digest (the first role reviewing
-    after each round) outside the vote (its vote's reason is no digest), cleaned of votes
-    and echoed instructions, its first lines within `tokens`."""
-    integrator = (task.schedule.after_round or [task.schedule.facilitator])[0]
-    voting = task.schedule.voting_phase
+    """The proposal on the table: what each worker last proposed (its latest turn in a phase
+    of proposals, neither the first nor the vote), in the workers' order, each the first
+    lines of its turn within an equal share of `tokens`, cleaned of votes and echoed
+    instructions. Before any proposal, the integrator's latest digest outside the vote.
+
+    The workers' own words, not the integrator's digest: a small integrator copies the last
+    turn it read, and voters then object to what the other workers proposed being left out.
+    """
+    schedule = task.schedule
+    proposing = {p.name for p in schedule.phases[1:]} - {schedule.voting_phase}
+    latest: dict[str, str] = {}
+    for turn in transcript:
+        if turn.get("speaker") in schedule.workers and turn.get("phase") in proposing:
+            latest[str(turn["speaker"])] = str(turn.get("content", ""))
+    if latest:
+        share = tokens // len(latest) - 2  # each part's "- " and line break
+        lines = [_clean_lines(latest[w], task, instructions, share) for w in latest]
+        if proposal := "\n".join(dict.fromkeys(line for p in lines for line in p.splitlines())):
+            return proposal  # a line two workers wrote alike, once
+    integrator = (schedule.after_round or [schedule.facilitator])[0]
     for turn in reversed(transcript):
-        if turn.get("speaker") == integrator and turn.get("phase") != voting:
+        if turn.get("speaker") == integrator and turn.get("phase") != schedule.voting_phase:
             text = str(turn.get("content", ""))
             if lines := _clean_lines(text, task, instructions, tokens):
                 return lines
