@@ -204,6 +204,16 @@ def test_an_estimate_that_does_not_add_up_is_asked_about_then_takes_its_derivati
     assert storage.value == 360 and storage.derivation == "12 TB/day x 30 days = 360"
 
 
+def test_a_derivation_shows_its_own_result_not_the_one_written_after_it(task):
+    """12-06's default meeting: a value that agrees with the arithmetic (in another unit)
+    kept a written result the arithmetic does not give."""
+    said = {"value": 18_497, "derivation": "1 TB per day x 0.05 GB x 365 days = 5,992 TB"}
+    estimates = answer(json.dumps({**json.loads(ESTIMATES.content), "storage": said}))
+    update, _ = document(task, calls(task, tail=[estimates, COSTS, PLAN, SUMMARY]))
+    storage = Design.model_validate(update["final"]["spec"]).estimates[0]
+    assert storage.derivation == "1 TB per day x 0.05 GB x 365 days = 18.25"
+
+
 def test_a_monthly_cost_shows_its_price(task):
     """A cost derived from quantities alone (as the default meeting's 12-06 replay wrote:
     "1000 GB/h x 200 h/day") is asked about again, then left missing."""

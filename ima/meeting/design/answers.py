@@ -241,7 +241,8 @@ class Checker:
                     f'"{name}" is {value:g}, but its derivation gives {computed:g}: fix one'
                 )
             return round(computed, 2), _with_result(derivation, computed), True
-        return float(value), derivation, False
+        # what the model wrote after "=" may disagree with its own arithmetic: show the result
+        return float(value), _with_result(derivation, computed) if computed else derivation, False
 
     def plan_parser(self, components: Sequence[Component]) -> Callable[[str], list[str]]:
         last = self._attempts()
