@@ -319,7 +319,7 @@ def small_task(tmp_path: Path) -> Path:
     ]
     for component in data["design"]["components"]:  # owned by roles of the task
         if component["owner"] not in keep - {"ERA"}:
-            component["owner"] = "DEA"
+            component["owner"] = "BOA" if component["owner"] == "IA" else "DEA"
     path = tmp_path / "small.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path
@@ -332,7 +332,10 @@ def test_task_is_chosen_on_an_assistant(server: str, tmp_path: Path) -> None:
     async def scenario() -> None:
         client = get_client(url=server)
         assistant = await client.assistants.create(
-            "intrinsic", context=SCRIPTED | {"task": str(path)}, name="small pipeline"
+            "intrinsic",
+            # DEA, owning five components, is asked about each: the default budget is short
+            context=SCRIPTED | {"task": str(path), "token_budget": 2304},
+            name="small pipeline",
         )
         served = await client.assistants.get_graph(assistant["assistant_id"])
         assert node_ids(served) == node_ids(compile_graph(small).get_graph().to_json())
