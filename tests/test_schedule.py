@@ -145,6 +145,8 @@ def test_a_rejection_counts_only_when_it_names_the_requirement_it_defends(task):
     assert turn_flags(task, BY_TITLE, voting=True) == ["REJECT"]
     assert turn_flags(task, IN_OWN_WORDS, voting=True) == ["REJECT"]
     assert turn_flags(task, REFLEX, voting=True) == ["UNREASONED"]
+    echo = "REJECT. The proposal does not meet the requirements specified in R1 to R12."
+    assert turn_flags(task, echo, voting=True) == ["UNREASONED"]  # ERA, 12-06, t 0.7
     assert turn_flags(task, "ACCEPT. It covers R5.", voting=True) == ["ACCEPT"]
     assert turn_flags(task, REFLEX, voting=False) == []  # not a vote outside the ballot
     unanimous = task.model_copy(

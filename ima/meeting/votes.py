@@ -15,12 +15,14 @@ from ima.tasks.evidence import matched_keywords, normalise
 REJECT, UNREASONED = "REJECT", "UNREASONED"
 VOTES = ("ACCEPT", REJECT, UNREASONED)
 """The flags a vote leaves on its turn."""
+_RANGE = re.compile(r"\b[a-z]+\d+\s*(?:to|-)\s*[a-z]+\d+\b", re.I)
 
 
 def names_requirement(task: Task, text: str) -> bool:
     """Whether `text` names one of the brief's requirements: by id (R5), by title, or in
     its own words, holding at least half (and two) of the requirement's evidence groups
     ("faces ... blurred before any human" names R5)."""
+    text = _RANGE.sub(" ", text)  # "R1 to R12", echoed from the question, names none of them
     lowered, normalised = text.lower(), normalise(text)
     words = set(re.findall(r"[\w-]+", lowered))
 
