@@ -87,6 +87,16 @@ def test_a_new_note_that_says_less_is_dropped():
     assert sections == [[RESTATED[0]], [DISTINCT[1]]]
 
 
+def test_a_new_note_placed_before_the_one_it_restates_is_reconciled_too():
+    """12-06: an edit added "... a comprehensive summary ... test." above the older "... a
+    detailed summary ... test cars.", and both stayed."""
+    old = "The team must deliver a detailed summary of the data pipeline for the test cars."
+    new = "The team must deliver a comprehensive summary of the data pipeline for the test."
+    sections = [[new, old]]
+    assert reconcile(sections, fresh={new}) == 1
+    assert sections == [[old]]  # the new one says no more
+
+
 def test_old_notes_are_never_merged_with_each_other():
     sections = [[RESTATED[0], RESTATED[1]]]
     assert reconcile(sections, fresh=set()) == 0

@@ -156,18 +156,16 @@ def _says_more(new: str, old: str) -> bool:
 
 
 def reconcile(kept: list[list[str]], fresh: set[str]) -> int:
-    """Resolve restated notes in place, in the memory's order: each note in `fresh` (new in
-    this version) that restates another note either replaces it (when it says more) or is
-    dropped. Returns how many notes were merged away."""
+    """Resolve restated notes in place: each note in `fresh` (new in this version) that
+    restates another note, older or fresh and wherever it stands in the memory, either
+    replaces it (when it says more) or is dropped. Returns how many notes were merged away.
+    Older notes are never compared with each other."""
     merged = 0
-    seen: list[tuple[int, str]] = []  # (section, note) kept so far
+    seen = [(i, note) for i, section in enumerate(kept) for note in section if note not in fresh]
     for index, section in enumerate(kept):
-        for note in list(section):
-            twin = next(
-                (s for s in seen if restates(note, s[1])),
-                None,
-            )
-            if twin is None or note not in fresh:
+        for note in [n for n in section if n in fresh]:
+            twin = next((s for s in seen if restates(note, s[1])), None)
+            if twin is None:
                 seen.append((index, note))
                 continue
             merged += 1
