@@ -1,7 +1,8 @@
 """What a vote counts in the meeting. With the task's `consensus: consent`, an objection must
 name the requirement it defends (`names_requirement`): a REJECT that names none of the
-brief's requirements is recorded as UNREASONED and abstains. A small model rejects by reflex ("does not meet the
-requirements of the task goal"); a reasoned objection still blocks, as in the paper."""
+brief's requirements is recorded as UNREASONED and abstains. A small model rejects by
+reflex ("does not meet the requirements of the task goal"); a reasoned objection still
+blocks, as in the paper."""
 
 from __future__ import annotations
 

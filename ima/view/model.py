@@ -13,6 +13,7 @@ from typing import Any
 
 from ima.core.state import memory_slots
 from ima.measures.memory_quality import REPAIR_LABELS
+from ima.meeting.votes import VOTES
 from ima.view.diff import MemoryDiff, line_diff
 
 # Tableau 10: distinct on white, and the same agent keeps its colour in every section.
@@ -28,7 +29,6 @@ AGENT_COLOURS = (
     "#9c755f",
     "#bab0ac",
 )
-VOTE_FLAGS = ("ACCEPT", "REJECT", "UNREASONED")
 _LONG_CHARS = 600
 _LONG_LINES = 8
 _PREVIEW_CHARS = 220
@@ -97,7 +97,7 @@ class TurnView:
 
     @property
     def votes(self) -> list[str]:
-        return [f for f in self.flags if f in VOTE_FLAGS]
+        return [f for f in self.flags if f in VOTES]
 
     @property
     def long(self) -> bool:
