@@ -64,7 +64,7 @@ HOW = {
 def component(slot, **changes):
     value = {
         "technology": slot.options[0],
-        "why": f"A managed {slot.title.lower()} suits a team that cannot run servers.",
+        "why": f"{slot.options[0]} fits the {slot.title.lower()} with little to operate.",
         "pros": ["little to operate"],
         "cons": ["costs more per hour"],
     }
@@ -237,6 +237,34 @@ def test_a_component_that_cannot_be_used_is_asked_again_then_left_open(task):
     assert {r.id for r in design.requirements if r.status == "open"} == {"R1", "R4", "R11"}
     assert all(c.status == "written" for c in design.components[1:]) and design.summary
     assert '_Open: no usable answer ("technology" must be one of' in update["final"]["markdown"]
+
+
+def test_a_reason_repeated_from_another_component_is_asked_again(task):
+    """The 0.5B model gave six of seven components one reason (12-06): the second is asked
+    for its own, and kept as written when the retry still repeats it."""
+    first, second = slots(task)[:2]
+    echoed = "It handles camera counts and blurring before people see the data."
+    components = {
+        first.id: [component(first, why=echoed)],
+        second.id: [component(second, why=echoed)] * 2,
+    }
+    update, prompts = document(task, calls(task, components=components))
+    design = Design.model_validate(update["final"]["spec"])
+    assert sum('"why" repeats the reason given for another part' in p for p in prompts) == 1
+    assert (
+        "say why Amazon Kinesis Data Streams suits Safety-event stream"
+        in prompts[len(first.meets) + 2]
+    )
+    assert design.component(second.id).status == "written"
+
+
+def test_a_component_is_asked_about_the_requirements_it_meets(task):
+    """A component's prompt names its requirements; a sentence on how one is met is asked
+    with the requirement's own text (its figures), and a copy of it is refused."""
+    _, prompts = document(task, calls(task))
+    assert "It must meet R1 (depot Wi-Fi and cellular upload paths); R4 (" in prompts[0]
+    assert "Cellular usage stays within 5 GB per vehicle per month." in prompts[2]
+    assert "- 200 test vehicles" in next(p for p in prompts if "resource estimates" in p)
 
 
 def test_a_sentence_copied_from_the_brief_does_not_say_how(task):

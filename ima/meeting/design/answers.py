@@ -2,8 +2,8 @@
 which the model is shown on the retry; what still cannot be used stays open.
 
 A component's technology must be one of the task's candidates (or a product's name, when
-the task lists none) and its justification its own; a sentence on how a requirement is met
-must be the design's own words; an estimate must show how its number follows from others,
+the task lists none) and its justification its own, not another component's; a sentence on
+how a requirement is met must be the design's own words; an estimate must show how its number follows from others,
 and one that disagrees with its own arithmetic is asked about once, then takes the
 arithmetic's result, and a monthly cost shows its price; a plan's step opens with an action's
 verb. A web address, the question repeated or another script than the brief's is asked about
@@ -48,6 +48,8 @@ ACTION_VERBS = frozenset(
 TEXTS = ("technology", "why")  # a component's one-line fields
 # A sentence whose word 5-grams are this much the brief's or the requirements' is copied.
 COPIED = 0.5
+# A component's reason with half its word 4-grams in an earlier component's repeats it.
+REPEAT_NGRAM = 4
 # An estimate off its own derivation by more than this (after a change of unit by powers of
 # 1,000) is asked about once, then takes the derivation's result.
 TOLERANCE = 0.05
@@ -81,6 +83,7 @@ class Checker:
         self.sources = given_texts(task, brief)
         self.scripts = scripts_of(brief)
         self.agents = {r.id.lower() for r in task.roles} | {r.name.lower() for r in task.roles}
+        self.whys: list[str] = []  # the components' reasons so far: each gives its own
 
     # -- helpers
 
@@ -92,10 +95,10 @@ class Checker:
             return f'"{field}" is a web address; say it in a sentence of your own'
         if strip_foreign(text, self.scripts)[1]:
             return f'"{field}" mixes in another script; write it in the brief\'s language'
-        if question and copied_share(text, [question]) >= COPIED:
-            return f'"{field}" repeats the question; answer it'
         if own_words and copied_share(text, self.sources) >= COPIED:
             return f'"{field}" copies the brief; say it in your own words'
+        if question and copied_share(text, [question]) >= COPIED:
+            return f'"{field}" repeats the question; answer it'
         return ""
 
     def _attempts(self) -> Callable[[], bool]:
@@ -122,7 +125,10 @@ class Checker:
     # -- parts
 
     def component_parser(self, slot: ComponentSlot) -> Callable[[str], Component]:
+        last = self._attempts()
+
         def parse(text: str) -> Component:
+            final = last()
             data = _object_of(text)
             technology, why = (" ".join(str(data.get(k) or "").split()) for k in TEXTS)
             why = whole_clauses(why, WHY_CHARS)
@@ -135,9 +141,15 @@ class Checker:
             problem = self._problem("technology", technology, own_words=False)
             if problem := problem or self._problem("why", why) or self._conflict("why", why):
                 raise AnswerError(problem)
+            if not final and copied_share(why, self.whys, REPEAT_NGRAM) >= COPIED:
+                raise AnswerError(
+                    f'"why" repeats the reason given for another part; say why {technology} '
+                    f"suits {slot.title}"
+                )
             pros, cons = (self._items(data.get(k)) for k in ("pros", "cons"))
             if not pros or not cons:
                 raise AnswerError('give at least one usable item in "pros" and in "cons"')
+            self.whys.append(why)
             return Component(
                 id=slot.id,
                 title=slot.title,

@@ -188,6 +188,7 @@ def compile_design(
             number=number,
             title=slot.title,
             ask=slot.ask,
+            meets=parts.meets_line(task, slot),
             technology=parts.technology_ask(slot),
         )
         components[slot.id] = component or parts.open_component(
@@ -201,6 +202,7 @@ def compile_design(
                 "technology": component.technology,
                 "requirement": rid,
                 "named": parts.requirement_name(task, rid),
+                "text": parts.requirement_text(task, rid),
             }
             question, _ = prompt_parts("design/how", **fields)
             how = asker.ask(
@@ -222,6 +224,7 @@ def compile_design(
             checker.estimates_parser(plan.estimates),
             parts.empty_estimates(plan.estimates),
             estimates=parts.estimate_lines(plan.estimates),
+            figures=parts.figure_lines(task),
         )
     if plan.cost_lines:
         lines = asker.figures(

@@ -86,10 +86,27 @@ def output_cap(schema: dict[str, Any]) -> int:
 
 
 def requirement_name(task: Task, requirement_id: str) -> str:
-    """A requirement by its title (a few words, so the answer is not a copy of the
-    requirement's sentence), or its text when the task gives no title."""
+    """A requirement by its title (a few words), or its text when the task gives no title."""
     found = next(r for r in task.requirements if r.id == requirement_id)
     return found.title or " ".join(found.text.split())
+
+
+def requirement_text(task: Task, requirement_id: str) -> str:
+    """A requirement's sentence: its figures are what a sentence on how it is met must
+    keep to (the answer may not copy it: `Checker.how_parser`)."""
+    found = next(r for r in task.requirements if r.id == requirement_id)
+    return " ".join(found.text.split())
+
+
+def meets_line(task: Task, slot: ComponentSlot) -> str:
+    """The requirements a component must meet, by id and title, for its prompt."""
+    named = [f"{rid} ({requirement_name(task, rid)})" for rid in slot.meets]
+    return "; ".join(named) or "the brief's requirements together with the other parts"
+
+
+def figure_lines(task: Task) -> str:
+    """The brief's key figures, one a line: what an estimate's arithmetic starts from."""
+    return "\n".join(f"- {f.text}" for f in task.key_figures) or "- (see the brief)"
 
 
 def technology_ask(slot: ComponentSlot) -> str:
