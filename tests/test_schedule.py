@@ -155,6 +155,20 @@ def test_a_rejection_counts_only_when_it_names_the_requirement_it_defends(task):
     assert turn_flags(unanimous, REFLEX, voting=True) == ["REJECT"]
 
 
+def test_an_objection_the_proposal_already_answers_abstains(task):
+    """12-06, seed 0: a voter a round objected to R5 while the proposal on the table blurred
+    faces and plates. Such an objection is ANSWERED; one the proposal does not answer
+    still blocks, as does one naming a second requirement the proposal leaves out."""
+    from ima.meeting.votes import turn_flags
+
+    blurs = "- Anonymisation: OpenCV blurs faces and licence plates; access is logged."
+    assert turn_flags(task, IN_OWN_WORDS, voting=True, proposal=blurs) == ["ANSWERED"]
+    no_log = "- Anonymisation: OpenCV on AWS Batch blurs faces and licence plates first."
+    assert turn_flags(task, IN_OWN_WORDS, voting=True, proposal=no_log) == ["REJECT"]
+    both = "REJECT: R5 and R4 (the cellular data cap) are not met."
+    assert turn_flags(task, both, voting=True, proposal=blurs) == ["REJECT"]
+
+
 def test_reflex_rejections_abstain_and_the_meeting_agrees(run_graph, monkeypatch):
     """Voters that reject without naming a requirement do not block a vote others accept."""
     from ima.models.scripted import ScriptedChatModel

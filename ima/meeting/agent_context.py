@@ -134,7 +134,7 @@ def instruction_for(task: Task, role_id: str, state: Mapping[str, Any]) -> str:
         return prompts.render(
             "instruction_voter",
             phase_instruction=phase.instruction,
-            proposal=accepted_proposal(task, state["transcript"], tokens=VOTED_PROPOSAL_TOKENS),
+            proposal=voted_proposal(task, state["transcript"]),
             requirements=_own_requirements(task, role_id),
         )
     proposing = phase.name not in (schedule.phases[0].name, schedule.voting_phase)
@@ -153,6 +153,11 @@ def instruction_for(task: Task, role_id: str, state: Mapping[str, Any]) -> str:
     return prompts.render(
         "instruction_worker", phase_instruction=phase.instruction, own_components=""
     )
+
+
+def voted_proposal(task: Task, transcript: Sequence[Mapping[str, Any]]) -> str:
+    """The proposal on the table as a voter is shown it (and its vote is judged against)."""
+    return accepted_proposal(task, transcript, tokens=VOTED_PROPOSAL_TOKENS)
 
 
 def _own_components(task: Task, role_id: str) -> str:

@@ -1,8 +1,13 @@
 """What a vote counts in the meeting. With the task's `consensus: consent`, an objection must
-name the requirement it defends (`names_requirement`): a REJECT that names none of the
+name the requirement it defends (`named_requirements`): a REJECT that names none of the
 brief's requirements is recorded as UNREASONED and abstains. A small model rejects by
 reflex ("does not meet the requirements of the task goal"); a reasoned objection still
-blocks, as in the paper."""
+blocks, as in the paper.
+
+An objection the proposal on the table already answers is recorded as ANSWERED and abstains:
+every requirement it names is one whose evidence (the mechanism and figures the coverage
+check asks for) the proposal states. The 0.5B model, having remembered one requirement,
+objects to it round after round while the proposal on the table blurs faces and plates."""
 
 from __future__ import annotations
 
@@ -13,16 +18,16 @@ from intrinsic_memory import parse_flags
 from ima.tasks import Requirement, Task
 from ima.tasks.evidence import matched_keywords, normalise
 
-REJECT, UNREASONED = "REJECT", "UNREASONED"
-VOTES = ("ACCEPT", REJECT, UNREASONED)
+REJECT, UNREASONED, ANSWERED = "REJECT", "UNREASONED", "ANSWERED"
+VOTES = ("ACCEPT", REJECT, UNREASONED, ANSWERED)
 """The flags a vote leaves on its turn."""
 _RANGE = re.compile(r"\b[a-z]+\d+\s*(?:to|-)\s*[a-z]+\d+\b", re.I)
 
 
-def names_requirement(task: Task, text: str) -> bool:
-    """Whether `text` names one of the brief's requirements: by id (R5), by title, or in
-    its own words, holding at least half (and two) of the requirement's evidence groups
-    ("faces ... blurred before any human" names R5)."""
+def named_requirements(task: Task, text: str) -> list[Requirement]:
+    """The brief's requirements `text` names: by id (R5), by title, or in its own words,
+    holding at least half (and two) of the requirement's evidence groups ("faces ...
+    blurred before any human" names R5)."""
     text = _RANGE.sub(" ", text)  # "R1 to R12", echoed from the question, names none of them
     lowered, normalised = text.lower(), normalise(text)
     words = set(re.findall(r"[\w-]+", lowered))
@@ -32,13 +37,24 @@ def names_requirement(task: Task, text: str) -> bool:
         in_words = held >= 2 and 2 * held >= len(r.evidence)
         return r.id.lower() in words or bool(r.title and r.title.lower() in lowered) or in_words
 
-    return any(named(r) for r in task.requirements)
+    return [r for r in task.requirements if named(r)]
 
 
-def turn_flags(task: Task, text: str, voting: bool) -> list[str]:
-    """The markers of a turn's text as the meeting counts them (see the module's docstring)."""
+def answers(proposal: str, requirement: Requirement) -> bool:
+    """Whether `proposal` states every evidence group of `requirement`."""
+    found = matched_keywords(requirement, normalise(proposal))
+    return bool(requirement.evidence) and all(k is not None for k in found)
+
+
+def turn_flags(task: Task, text: str, voting: bool, proposal: str = "") -> list[str]:
+    """The markers of a turn's text as the meeting counts them, a vote judged against the
+    `proposal` on the table (see the module's docstring)."""
     flags = parse_flags(text, voting=voting)
-    consent = task.schedule.consensus == "consent"
-    if consent and REJECT in flags and not names_requirement(task, text):
-        flags = [UNREASONED if f == REJECT else f for f in flags]
+    if task.schedule.consensus != "consent" or REJECT not in flags:
+        return flags
+    named = named_requirements(task, text)
+    if not named:
+        return [UNREASONED if f == REJECT else f for f in flags]
+    if proposal and all(answers(proposal, r) for r in named):
+        return [ANSWERED if f == REJECT else f for f in flags]
     return flags

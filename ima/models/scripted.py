@@ -272,7 +272,7 @@ class ScriptedChatModel(BaseChatModel):
             return json.dumps(
                 {
                     "technology": tech,
-                    "why": f"{tech} is a managed service, so a small team can operate it.",
+                    "why": f"{tech} suits the {title.lower()} with little to operate.",
                     "pros": ["managed by the provider"],
                     "cons": ["ties the design to one provider"],
                 }

@@ -11,7 +11,7 @@ from langgraph.runtime import Runtime
 from ima.core.settings import RunContext
 from ima.core.state import State, Turn
 from ima.core.tokens import count_tokens
-from ima.meeting.agent_context import build_turn_prompt, render_turn, turn_words
+from ima.meeting.agent_context import build_turn_prompt, render_turn, turn_words, voted_proposal
 from ima.meeting.votes import turn_flags
 from ima.models import Models
 from ima.models.calls import call_model
@@ -43,6 +43,7 @@ def make_agent_node(
             "ima_phase": state["phase"],
             "ima_round": state["phase_round"],
         }
+        voting = schedule.is_vote(role_id, state["phase"])
         text, usage = call_model(
             models.agent(settings),
             prompt.messages,
@@ -55,7 +56,12 @@ def make_agent_node(
             phase=state["phase"],
             round=state["phase_round"],
             content=text,
-            flags=turn_flags(task, text, voting=schedule.is_vote(role_id, state["phase"])),
+            flags=turn_flags(
+                task,
+                text,
+                voting=voting,
+                proposal=voted_proposal(task, state["transcript"]) if voting else "",
+            ),
             tokens=count_tokens(render_turn(index, role_id, text)),
             usage=usage,
             context=prompt.share,
