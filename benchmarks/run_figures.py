@@ -4,6 +4,7 @@ reference, and each target as a PASS/FAIL verdict (benchmarks/run.py measures)."
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
@@ -49,46 +50,50 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000:,.3f} ms"
 
 
-def _row(runs: dict[tuple[str, int], dict[str, Any]], turns: int) -> tuple[dict, dict]:
-    return runs[("ours", turns)], runs[("naive", turns)]
+def _per_turn(total: float, turns: int) -> str:
+    return f"{total / turns:,.0f}"
 
 
-def _table(title: str, columns: tuple[str, ...]) -> Table:
-    """A figure's table: right-aligned columns, numbers all."""
+Run = dict[str, Any]  # one measured run's figures, as benchmarks/run.py measures them
+Row = dict[str, str]  # one line of a figure's table: column header -> cell
+
+
+def _print_rows(title: str, rows: list[Row]) -> None:
+    """A figure's table, its columns named by the rows' keys: right-aligned, numbers all."""
     table = Table(title=title)
-    for col in columns:
-        table.add_column(col, justify="right")
-    return table
+    for header in rows[0]:
+        table.add_column(header, justify="right")
+    for row in rows:
+        table.add_row(*row.values())
+    console.print(table)
+
+
+def _per_size(
+    runs: dict[tuple[str, int], Run], sizes: tuple[int, ...], cells: Callable[[int, Run, Run], Row]
+) -> list[Row]:
+    """One row per run length: its turns, then the cells of ours and naive at that length."""
+    return [{"turns": f"{n:,}", **cells(n, runs[("ours", n)], runs[("naive", n)])} for n in sizes]
+
+
+def _time_cells(n: int, ours: Run, naive: Run) -> Row:
+    """Figure 1 at one run length: ms per turn, CPU and wall."""
+    return {
+        "ours CPU, last 50 (median)": f"{ours['cpu_ms_median_last']:.2f}",
+        "ours CPU, all (mean)": f"{ours['cpu_ms_per_turn']:.2f}",
+        "ours wall, last 50 (mean)": f"{ours['ms_per_turn_last']:.2f}",
+        "naive CPU, last 50 (median)": f"{naive['cpu_ms_median_last']:.2f}",
+        "naive wall, last 50 (mean)": f"{naive['ms_per_turn_last']:.2f}",
+        "naive/ours CPU": _ratio(naive["cpu_ms_median_last"], ours["cpu_ms_median_last"]),
+        "run wall: ours / naive": f"{ours['run_seconds']:.1f}s / {naive['run_seconds']:.1f}s",
+    }
 
 
 def figure_time(runs: dict, sizes: tuple[int, ...], verdicts: Verdicts) -> None:
-    table = _table(
+    _print_rows(
         "1. Framework time per turn: agent turn + memory update + router + checkpoints "
         "(instant scripted model, SqliteSaver on disk, durability=sync); ms per turn",
-        (
-            "turns",
-            "ours CPU, last 50 (median)",
-            "ours CPU, all (mean)",
-            "ours wall, last 50 (mean)",
-            "naive CPU, last 50 (median)",
-            "naive wall, last 50 (mean)",
-            "naive/ours CPU",
-            "run wall: ours / naive",
-        ),
+        _per_size(runs, sizes, _time_cells),
     )
-    for n in sizes:
-        ours, naive = _row(runs, n)
-        table.add_row(
-            f"{n:,}",
-            f"{ours['cpu_ms_median_last']:.2f}",
-            f"{ours['cpu_ms_per_turn']:.2f}",
-            f"{ours['ms_per_turn_last']:.2f}",
-            f"{naive['cpu_ms_median_last']:.2f}",
-            f"{naive['ms_per_turn_last']:.2f}",
-            _ratio(naive["cpu_ms_median_last"], ours["cpu_ms_median_last"]),
-            f"{ours['run_seconds']:.1f}s / {naive['run_seconds']:.1f}s",
-        )
-    console.print(table)
     console.print(
         "CPU: process CPU time of all threads between consecutive agent turns; its median "
         "over the last 50 turns decides. Wall time also waits for the disk (fsync) and for "
@@ -108,38 +113,37 @@ def figure_time(runs: dict, sizes: tuple[int, ...], verdicts: Verdicts) -> None:
     )
 
 
+def _storage_cells(n: int, ours: Run, naive: Run) -> Row:
+    """Figure 2 at one run length: checkpoint bytes against the raw bytes."""
+    return {
+        "raw bytes": _mb(ours["raw_bytes"]),
+        "ours, last step": _mb(ours["live_bytes"]),
+        "ours/raw": _ratio(ours["live_bytes"], ours["raw_bytes"]),
+        "ours bytes/turn": _per_turn(ours["live_bytes"], n),
+        "ours on disk, run ended": _mb(ours["db_bytes"]),
+        "end/raw": _ratio(ours["db_bytes"], ours["raw_bytes"]),
+        "naive, last step": _mb(naive["live_bytes"]),
+        "naive/raw": _ratio(naive["live_bytes"], naive["raw_bytes"]),
+        "naive/ours": _ratio(naive["live_bytes"], ours["live_bytes"]),
+    }
+
+
+def _load_cells(n: int, ours: Run, naive: Run) -> Row:
+    """Figure 2b at one run length: time to load the latest state."""
+    return {
+        "ours, last step": _ms(ours["load_seconds"]),
+        "ours, run ended": _ms(ours["load_after_seconds"]),
+        "naive": _ms(naive["load_seconds"]),
+        "ours/naive": _ratio(ours["load_seconds"], naive["load_seconds"]),
+    }
+
+
 def figure_storage(runs: dict, sizes: tuple[int, ...], verdicts: Verdicts) -> None:
-    table = _table(
+    _print_rows(
         "2. Checkpoint database after N turns against the raw bytes "
         "(utf-8 of every turn and of every memory version written)",
-        (
-            "turns",
-            "raw bytes",
-            "ours, last step",
-            "ours/raw",
-            "ours bytes/turn",
-            "ours on disk, run ended",
-            "end/raw",
-            "naive, last step",
-            "naive/raw",
-            "naive/ours",
-        ),
+        _per_size(runs, sizes, _storage_cells),
     )
-    for n in sizes:
-        ours, naive = _row(runs, n)
-        table.add_row(
-            f"{n:,}",
-            _mb(ours["raw_bytes"]),
-            _mb(ours["live_bytes"]),
-            _ratio(ours["live_bytes"], ours["raw_bytes"]),
-            f"{ours['live_bytes'] / n:,.0f}",
-            _mb(ours["db_bytes"]),
-            _ratio(ours["db_bytes"], ours["raw_bytes"]),
-            _mb(naive["live_bytes"]),
-            _ratio(naive["live_bytes"], naive["raw_bytes"]),
-            _ratio(naive["live_bytes"], ours["live_bytes"]),
-        )
-    console.print(table)
     last, naive_last = runs[("ours", sizes[-1])], runs[("naive", sizes[-1])]
     compacted = last["compacted"]
     while_running = last.get("compactions_while_running", 0)
@@ -178,56 +182,37 @@ def figure_storage(runs: dict, sizes: tuple[int, ...], verdicts: Verdicts) -> No
         f"those at {sizes[-2]:,} (target <= 1.25x; naive {naive_per_turn:.2f}x)",
     )
     console.print()
-    loads = _table(
+    _print_rows(
         "2b. Loading the latest state (graph.get_state: what ima resume, ima show and "
         "Studio do); DeltaChannels replay their writes",
-        ("turns", "ours, last step", "ours, run ended", "naive", "ours/naive"),
+        _per_size(runs, sizes, _load_cells),
     )
-    for n in sizes:
-        ours, naive = _row(runs, n)
-        loads.add_row(
-            f"{n:,}",
-            _ms(ours["load_seconds"]),
-            _ms(ours["load_after_seconds"]),
-            _ms(naive["load_seconds"]),
-            _ratio(ours["load_seconds"], naive["load_seconds"]),
-        )
-    console.print(loads)
+
+
+def _context_cells(r: dict[str, Any]) -> Row:
+    """Figure 3 at one history length: prompt size and construction time."""
+    return {
+        "history turns": f"{r['history']:,}",
+        "history tokens": f"{r['history_tokens']:,}",
+        "turns kept": str(r["kept_turns"]),
+        "prompt tokens": f"{r['prompt_tokens']:,}",
+        "ours: context": _ms(r["ours_context_s"]),
+        "ours: prompt": _ms(r["ours_prompt_s"]),
+        "naive: recount": _ms(r["naive_recount_s"]),
+        "naive: whole": _ms(r["naive_whole_s"]),
+        "recount/ours": _ratio(r["naive_recount_s"], r["ours_prompt_s"]),
+        "whole/ours": _ratio(r["naive_whole_s"], r["ours_prompt_s"]),
+    }
 
 
 def figure_context(rows: list[dict[str, Any]], verdicts: Verdicts) -> None:
-    table = _table(
+    _print_rows(
         "3. Context construction per call against history length (budget 2,048 tokens). "
         "ours: context = build_context, prompt = build_turn_prompt (the agent's whole "
         "prompt); naive: recount = every turn's tokens recounted at every call, whole = the "
         "whole history rendered and counted",
-        (
-            "history turns",
-            "history tokens",
-            "turns kept",
-            "prompt tokens",
-            "ours: context",
-            "ours: prompt",
-            "naive: recount",
-            "naive: whole",
-            "recount/ours",
-            "whole/ours",
-        ),
+        [_context_cells(r) for r in rows],
     )
-    for r in rows:
-        table.add_row(
-            f"{r['history']:,}",
-            f"{r['history_tokens']:,}",
-            str(r["kept_turns"]),
-            f"{r['prompt_tokens']:,}",
-            _ms(r["ours_context_s"]),
-            _ms(r["ours_prompt_s"]),
-            _ms(r["naive_recount_s"]),
-            _ms(r["naive_whole_s"]),
-            _ratio(r["naive_recount_s"], r["ours_prompt_s"]),
-            _ratio(r["naive_whole_s"], r["ours_prompt_s"]),
-        )
-    console.print(table)
     first, last = rows[0], rows[-1]
     growth = last["ours_prompt_growth"]
     verdicts.add(
@@ -241,36 +226,27 @@ def figure_context(rows: list[dict[str, Any]], verdicts: Verdicts) -> None:
     )
 
 
+def _memory_cells(n: int, ours: Run, naive: Run) -> Row:
+    """Figure 4 at one run length: peak resident memory and its growth."""
+    grow_o = ours["peak_rss_run_kib"] - ours["rss_before_kib"]
+    grow_n = naive["peak_rss_run_kib"] - naive["rss_before_kib"]
+    return {
+        "ours RSS before run": _mib(ours["rss_before_kib"]),
+        "ours peak, turns": _mib(ours["peak_rss_run_kib"]),
+        "ours peak, incl. loading state": _mib(ours["peak_rss_kib"]),
+        "ours growth": _mib(grow_o),
+        "naive peak, turns": _mib(naive["peak_rss_run_kib"]),
+        "naive growth": _mib(grow_n),
+        "naive/ours growth": _ratio(grow_n, grow_o),
+    }
+
+
 def figure_memory(runs: dict, sizes: tuple[int, ...], verdicts: Verdicts) -> None:
-    table = _table(
+    _print_rows(
         "4. Peak memory of a run (resident set size of the run's own process; "
         "growth = peak - RSS after imports, graph compilation and tokenizer loading)",
-        (
-            "turns",
-            "ours RSS before run",
-            "ours peak, turns",
-            "ours peak, incl. loading state",
-            "ours growth",
-            "naive peak, turns",
-            "naive growth",
-            "naive/ours growth",
-        ),
+        _per_size(runs, sizes, _memory_cells),
     )
-    for n in sizes:
-        ours, naive = _row(runs, n)
-        grow_o = ours["peak_rss_run_kib"] - ours["rss_before_kib"]
-        grow_n = naive["peak_rss_run_kib"] - naive["rss_before_kib"]
-        table.add_row(
-            f"{n:,}",
-            _mib(ours["rss_before_kib"]),
-            _mib(ours["peak_rss_run_kib"]),
-            _mib(ours["peak_rss_kib"]),
-            _mib(grow_o),
-            _mib(naive["peak_rss_run_kib"]),
-            _mib(grow_n),
-            _ratio(grow_n, grow_o),
-        )
-    console.print(table)
     last = runs[("ours", sizes[-1])]
     console.print(
         f"INFO peak memory of a {sizes[-1]:,}-turn run: {_mib(last['peak_rss_run_kib'])} during "
@@ -280,34 +256,26 @@ def figure_memory(runs: dict, sizes: tuple[int, ...], verdicts: Verdicts) -> Non
     )
 
 
+def _token_cells(n: int, ours: Run, naive: Run) -> Row:
+    """Figure 5 at one run length, from ours only: each of its runs also counts what the whole
+    history in every prompt would have cost."""
+    return {
+        "ours agent-turn prompts": f"{ours['prompt_tokens']:,}",
+        "ours per turn": _per_turn(ours["prompt_tokens"], n),
+        "largest prompt": f"{ours['max_prompt_tokens']:,}",
+        "naive whole history": f"{ours['naive_prompt_tokens']:,}",
+        "naive per turn": _per_turn(ours["naive_prompt_tokens"], n),
+        "naive/ours": _ratio(ours["naive_prompt_tokens"], ours["prompt_tokens"]),
+        "ours memory-update prompts": f"{ours['memory_prompt_tokens']:,}",
+    }
+
+
 def figure_tokens(runs: dict, sizes: tuple[int, ...], budget: int, verdicts: Verdicts) -> None:
-    table = _table(
+    _print_rows(
         "5. Prompt tokens per run (usage the graph records) against the whole history "
         "in every prompt (same transcript)",
-        (
-            "turns",
-            "ours agent-turn prompts",
-            "ours per turn",
-            "largest prompt",
-            "naive whole history",
-            "naive per turn",
-            "naive/ours",
-            "ours memory-update prompts",
-        ),
+        _per_size(runs, sizes, _token_cells),
     )
-    for n in sizes:
-        ours = runs[("ours", n)]
-        table.add_row(
-            f"{n:,}",
-            f"{ours['prompt_tokens']:,}",
-            f"{ours['prompt_tokens'] / n:,.0f}",
-            f"{ours['max_prompt_tokens']:,}",
-            f"{ours['naive_prompt_tokens']:,}",
-            f"{ours['naive_prompt_tokens'] / n:,.0f}",
-            _ratio(ours["naive_prompt_tokens"], ours["prompt_tokens"]),
-            f"{ours['memory_prompt_tokens']:,}",
-        )
-    console.print(table)
     ref = 200 if 200 in sizes[:-1] else sizes[0]
     last, mid = runs[("ours", sizes[-1])], runs[("ours", ref)]
     growth = (last["prompt_tokens"] / sizes[-1]) / (mid["prompt_tokens"] / ref)
@@ -320,30 +288,29 @@ def figure_tokens(runs: dict, sizes: tuple[int, ...], budget: int, verdicts: Ver
     )
 
 
+def _process_cells(run: str, result: dict[str, Any], status: Any) -> Row:
+    """Figure 6, one `ima run` process: how it ended and whether it met a lock."""
+    return {
+        "run": run,
+        "exit": str(result["returncode"]),
+        "status": str(status),
+        "finished after": f"{result['seconds']:.1f}s",
+        "'database is locked'": "yes" if result["locked"] else "no",
+    }
+
+
 def figure_concurrency(result: dict[str, Any], verdicts: Verdicts) -> None:
     shared, alone = result["shared"], result["alone"]
-    table = _table(
+    rows = [
+        _process_cells(thread, r, status)
+        for (thread, status), r in zip(shared["statuses"].items(), shared["results"], strict=True)
+    ]
+    rows.append(_process_cells("one run alone", alone["results"][0], alone["statuses"]["run-0"]))
+    _print_rows(
         f"6. {shared['processes']} `ima run` processes at once on one SQLite file "
         f"(scripted:delay=0.01, {shared['turn_cap']} turns each)",
-        ("run", "exit", "status", "finished after", "'database is locked'"),
+        rows,
     )
-    for (thread, status), r in zip(shared["statuses"].items(), shared["results"], strict=True):
-        table.add_row(
-            thread,
-            str(r["returncode"]),
-            str(status),
-            f"{r['seconds']:.1f}s",
-            "yes" if r["locked"] else "no",
-        )
-    only = alone["results"][0]
-    table.add_row(
-        "one run alone",
-        str(only["returncode"]),
-        str(alone["statuses"]["run-0"]),
-        f"{only['seconds']:.1f}s",
-        "yes" if only["locked"] else "no",
-    )
-    console.print(table)
     ok = shared["all_finished"] and not shared["locked"] and shared["overlapping"]
     verdicts.add(
         ok,
@@ -359,14 +326,19 @@ def figure_concurrency(result: dict[str, Any], verdicts: Verdicts) -> None:
 
 
 def figure_formation(formation: dict[str, Any], verdicts: Verdicts) -> None:
-    table = _table(
+    rows = [
+        {
+            "memory_concurrency": str(run["concurrency"]),
+            "turns": str(run["turns"]),
+            "seconds per turn": f"{run['seconds_per_turn']:.3f}",
+        }
+        for run in formation["runs"]
+    ]
+    _print_rows(
         f"7. Memory formation on a server (fake Ollama over HTTP: "
         f"{formation['latency']} s per call, {formation['parallel']} calls at once)",
-        ("memory_concurrency", "turns", "seconds per turn"),
+        rows,
     )
-    for run in formation["runs"]:
-        table.add_row(str(run["concurrency"]), str(run["turns"]), f"{run['seconds_per_turn']:.3f}")
-    console.print(table)
     ratio = formation["ratio"]
     verdicts.add(
         ratio <= FORMATION_TARGET,
