@@ -379,6 +379,20 @@ def test_once_workers_have_proposed_the_proposal_is_their_latest_words(task):
     assert accepted_proposal(task, transcript) == "\n".join(f"- {t}" for t in said.values())
 
 
+def test_a_proposal_is_its_statements_not_the_headings_of_its_list(task):
+    """BOA's proposal of 12-06 opened with a line that only opens a list: voters were shown
+    "1. **Anonymisation and Access Control:**" and nothing it proposed."""
+    boa = (
+        "BOA proposes the following components for their own area (services, sizes):\n\n"
+        "1. **Anonymisation and Access Control:**\n"
+        "   - **Blurring:** OpenCV on AWS Batch blurs faces and plates before labelling."
+    )
+    transcript = [{"speaker": "BOA", "phase": "proposals", "content": boa}]
+    assert accepted_proposal(task, transcript) == (
+        "- Blurring: OpenCV on AWS Batch blurs faces and plates before labelling."
+    )
+
+
 @pytest.mark.parametrize("bad_json, status", [(1, "written"), (2, "open")])
 def test_the_scripted_meeting_documents_a_design_or_leaves_components_open(
     run_graph, bad_json, status

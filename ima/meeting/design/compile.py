@@ -12,6 +12,7 @@ those once; components are asked owner by owner, so an owner's memory is evaluat
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +34,7 @@ __all__ = ["Compiled", "accepted_proposal", "compile_design"]
 ATTEMPTS = 2  # a part whose answer cannot be used is asked for once more
 PROPOSAL_TOKENS = 160  # the accepted proposal: its first whole lines within this many tokens
 MEMORY_TOKENS = 160  # an owner's memory notes, likewise
+_LIST_NUMBER = re.compile(r"^\d+[.)]\s+")
 
 
 @dataclass
@@ -49,14 +51,17 @@ class Compiled:
 
 def _clean_lines(text: str, task: Task, instructions: Sequence[str], tokens: int) -> str:
     """The lines of a turn or memory that may feed a design, as a list within `tokens`:
-    no headings, votes, flags, echoed instructions or residue; each line once. A first line
-    longer than `tokens` keeps its first words that fit."""
+    no headings (nor a line that only opens a list, ending in ":"), votes, flags, echoed
+    instructions or residue, without list numbers and bold marks; each line once. A first
+    line longer than `tokens` keeps its first words that fit."""
     kept: list[str] = []
     for line in text.splitlines():
         if line.lstrip().startswith("#"):
             continue
-        body = line.strip().lstrip("-*").strip()
-        if len(body.split()) < 3 or body in kept or junk_reason(body, task, instructions):
+        body = _LIST_NUMBER.sub("", line.strip().lstrip("-*").strip()).replace("**", "")
+        if len(body.split()) < 3 or body.endswith(":") or body in kept:
+            continue
+        if junk_reason(body, task, instructions):
             continue
         if count_tokens("\n".join([*kept, body])) > tokens:
             if not kept:
