@@ -3,10 +3,10 @@ which the model is shown on the retry; what still cannot be used stays open.
 
 A component's technology must be one of the task's candidates (or a product's name, when
 the task lists none) and its justification its own, not another component's; a sentence on
-how a requirement is met must be the design's own words; an estimate must show how its number follows from others,
-and one that disagrees with its own arithmetic is asked about once, then takes the
-arithmetic's result, and a monthly cost shows its price; a plan's step opens with an action's
-verb. A web address, the question repeated or another script than the brief's is asked about
+how a requirement is met must be the design's own words; an estimate must show how its
+number follows from others, and one that disagrees with its own arithmetic is asked about
+once, then takes the arithmetic's result, and a monthly cost shows its price; a plan's step
+opens with an action's verb. A web address, the question repeated or another script than the brief's is asked about
 again. A figure the brief's limits contradict is asked about once, then listed in the
 design's checks.
 """
