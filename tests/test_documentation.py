@@ -90,7 +90,7 @@ def calls(task, components=None, hows=None, tail=None):
             if rid not in met:
                 out += hows.get(rid) or [how(rid)]
                 met.add(rid)
-    return out + list(tail or [ESTIMATES, COSTS, PLAN, SUMMARY])
+    return out + list(tail or [*FIGURES, PLAN, SUMMARY])
 
 
 def answer(text: str) -> AIMessage:
@@ -119,6 +119,7 @@ COSTS = answer(
         }
     )
 )
+FIGURES = [ESTIMATES] * 4 + [COSTS] * 4  # a call per estimate, then per cost line
 PLAN = answer(
     json.dumps(
         {
@@ -176,7 +177,7 @@ def test_a_design_compiled_part_by_part_is_one_structure_in_both_files(task):
     assert all(r.status == "met" for r in design.requirements)
     assert next(r for r in design.requirements if r.id == "R10").met_by == "costs"
     # 8 components, 11 requirements, estimates, costs, plan, summary
-    assert len(prompts) == 23 and update["usage"]["DJE"]["documentation"]["calls"] == 23
+    assert len(prompts) == 29 and update["usage"]["DJE"]["documentation"]["calls"] == 29
     assert "Use AWS Batch for the nightly jobs" in prompts[0]  # the owner's memory
     assert "| R5: Faces and licence plates" in final["markdown"]
     quality = design_quality(task, design, final["markdown"])
@@ -198,7 +199,7 @@ def test_an_estimate_that_does_not_add_up_is_asked_about_then_takes_its_derivati
             }
         )
     )
-    update, prompts = document(task, calls(task, tail=[wrong, wrong, COSTS, PLAN, SUMMARY]))
+    update, prompts = document(task, calls(task, tail=[wrong, wrong, *FIGURES[2:], PLAN, SUMMARY]))
     assert any('"storage" is 999, but its derivation gives 360: fix one' in p for p in prompts)
     storage = Design.model_validate(update["final"]["spec"]).estimates[0]
     assert storage.value == 360 and storage.derivation == "12 TB/day x 30 days = 360"
@@ -209,7 +210,7 @@ def test_a_derivation_shows_its_own_result_not_the_one_written_after_it(task):
     kept a written result the arithmetic does not give."""
     said = {"value": 18_497, "derivation": "1 TB per day x 0.05 GB x 365 days = 5,992 TB"}
     estimates = answer(json.dumps({**json.loads(ESTIMATES.content), "storage": said}))
-    update, _ = document(task, calls(task, tail=[estimates, COSTS, PLAN, SUMMARY]))
+    update, _ = document(task, calls(task, tail=[estimates, *FIGURES[1:], PLAN, SUMMARY]))
     storage = Design.model_validate(update["final"]["spec"]).estimates[0]
     assert storage.derivation == "1 TB per day x 0.05 GB x 365 days = 18.25"
 
@@ -219,7 +220,8 @@ def test_a_monthly_cost_shows_its_price(task):
     "1000 GB/h x 200 h/day") is asked about again, then left missing."""
     no_price = {"usd": 200_000, "derivation": "1000 GB/h x 200 h/day"}
     costs = answer(json.dumps({**json.loads(COSTS.content), "Compute": no_price}))
-    update, prompts = document(task, calls(task, tail=[ESTIMATES, costs, costs, PLAN, SUMMARY]))
+    tail = [*[ESTIMATES] * 4, COSTS, costs, costs, COSTS, COSTS, PLAN, SUMMARY]  # Compute twice
+    update, prompts = document(task, calls(task, tail=tail))
     assert any('"Compute" derivation must show a price in USD' in p for p in prompts)
     lines = Design.model_validate(update["final"]["spec"]).costs.lines
     assert [line.usd_per_month for line in lines] == [9200, None, 3200, 800]
@@ -377,6 +379,28 @@ def test_once_workers_have_proposed_the_proposal_is_their_latest_words(task):
         {"speaker": "DEA", "phase": "consensus", "content": "REJECT: R5 is not met."},
     ]
     assert accepted_proposal(task, transcript) == "\n".join(f"- {t}" for t in said.values())
+
+
+def test_a_copied_placeholder_is_cut_and_a_summary_copied_from_the_proposal_asked_again(task):
+    """12-06's replay: the plan copied the prompt's "before ...", and the summary strung the
+    proposal's lines together, cut off mid-sentence ("Batch processing (AWS,")."""
+    said = "Anonymisation: OpenCV on AWS Batch blurs faces and licence plates before labelling."
+    transcript = [{"speaker": "BOA", "phase": "proposals", "content": said}]
+    steps = [
+        "Set up the vehicle upload on AWS DataSync and AWS IoT Core before ...",
+        "Deploy the safety-event stream on Amazon Kinesis Data Streams ...",
+        "Run the batch processing on AWS Batch over the first nightly uploads",
+    ]
+    copied = answer(json.dumps({"summary": said + " Batch processing on AWS Batch."}))
+    tail = [*FIGURES, answer(json.dumps({"steps": steps})), copied, SUMMARY]
+    update, prompts = document(task, calls(task, tail=tail), transcript=transcript)
+    design = Design.model_validate(update["final"]["spec"])
+    assert design.plan[:2] == [
+        "Set up the vehicle upload on AWS DataSync and AWS IoT Core",
+        "Deploy the safety-event stream on Amazon Kinesis Data Streams",
+    ]
+    assert '"summary" copies the proposal' in prompts[-1]
+    assert design.summary == json.loads(SUMMARY.content)["summary"]
 
 
 def test_a_proposal_is_its_statements_not_the_headings_of_its_list(task):

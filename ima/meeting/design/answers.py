@@ -27,7 +27,14 @@ from ima.meeting.design.checks import (
     junk_reason,
 )
 from ima.meeting.design.document import Component, CostLine, Estimate
-from ima.meeting.design.parts import ITEM_CHARS, MIN_STEPS, WHY_CHARS, given_texts, whole_clauses
+from ima.meeting.design.parts import (
+    ITEM_CHARS,
+    MIN_STEPS,
+    SUMMARY_CHARS,
+    WHY_CHARS,
+    given_texts,
+    whole_clauses,
+)
 from ima.models.structured import AnswerError, extract_json
 from ima.tasks import ComponentSlot, EstimateSlot, Task
 
@@ -54,6 +61,8 @@ REPEAT_NGRAM = 4
 # 1,000) is asked about once, then takes the derivation's result.
 TOLERANCE = 0.05
 _FIGURE_NUMBERS = re.compile(r"\d[\d,.]*")
+# The plan prompt's placeholder, copied: "Set up the vehicle upload on X before ...".
+_PLACEHOLDER = re.compile(r"\s*\b(?:before|after|so that|then)?\s*(?:\.\.\.|…)\s*$", re.I)
 # A monthly cost is a quantity at a price: its derivation names the currency.
 _PRICE = re.compile(r"USD|US\$|\$", re.I)
 # A plan step builds the pipeline: the agents who designed it are no part of it.
@@ -266,6 +275,7 @@ class Checker:
             for step in data.get("steps") or []:
                 step = " ".join(str(step).split()).strip()
                 step = re.sub(r"^(?:step\s*)?\d+[.):]\s*", "", step, flags=re.I)
+                step = _PLACEHOLDER.sub("", step)  # the prompt's "... before ..." copied
                 first = step.split(" ", 1)[0].lower() if step else ""
                 bad = (
                     self._problem("step", step, own_words=False)
@@ -280,11 +290,17 @@ class Checker:
 
         return parse
 
-    def summary_parser(self) -> Callable[[str], str]:
+    def summary_parser(self, proposal: str = "") -> Callable[[str], str]:
+        """2 or 3 sentences of the design's own: not the brief's, nor the `proposal` on the
+        table copied (12-06: the summary strung its lines together), whole sentences."""
+
         def parse(text: str) -> str:
             summary = " ".join(str(_object_of(text).get("summary") or "").split())
+            summary = whole_clauses(summary, SUMMARY_CHARS)
             if problem := self._problem("summary", summary):
                 raise AnswerError(problem)
+            if proposal and copied_share(summary, [proposal]) >= COPIED:
+                raise AnswerError('"summary" copies the proposal; summarise the components')
             return summary
 
         return parse

@@ -145,13 +145,13 @@ class _Asker:
         return outcome.value
 
     def figures(
-        self, part: str, schema: dict[str, Any], parse: Any, empty: Any, **fields: Any
+        self, name: str, part: str, schema: dict[str, Any], parse: Any, empty: Any, **fields: Any
     ) -> Any:
-        """A part whose figures the checker recomputes (estimates, costs): the answer's, or
+        """A figure the checker recomputes (an estimate, a cost line): the answer's, or
         `empty` when no answer was usable; what was recomputed is kept with the design."""
-        value, recomputed = self.ask(part, part, schema, parse, **fields) or (empty, [])
+        value, recomputed = self.ask(name, part, schema, parse, **fields) or ([empty], [])
         self.compiled.recomputed += recomputed
-        return value
+        return value[0]
 
 
 def compile_design(
@@ -167,11 +167,9 @@ def compile_design(
     """The design of a finished meeting (`state`: its brief, transcript and memories)."""
     plan = task.design_plan
     compiled = Compiled(Design(ending=ending))
+    proposal = accepted_proposal(task, state.get("transcript") or [], instructions)
     opening = prompts.render(
-        "design/opening",
-        ending=ending,
-        finalizer=task.schedule.finalizer,
-        proposal=accepted_proposal(task, state.get("transcript") or [], instructions),
+        "design/opening", ending=ending, finalizer=task.schedule.finalizer, proposal=proposal
     )
     asker = _Asker(model, system, opening, dict(metadata), compiled)
     checker = Checker(task, state.get("brief") or task.description, instructions)
@@ -222,24 +220,33 @@ def compile_design(
     design = compiled.design
     design.components = [components[s.id] for s in plan.components]
 
-    if plan.estimates:
-        design.estimates = asker.figures(
+    figures = parts.figure_lines(task)
+    design.estimates = [  # one call each: a small model copied the asks into a joint answer
+        asker.figures(
             "estimates",
-            parts.estimates_schema(plan.estimates),
-            checker.estimates_parser(plan.estimates),
-            parts.empty_estimates(plan.estimates),
-            estimates=parts.estimate_lines(plan.estimates),
-            figures=parts.figure_lines(task),
+            f"estimate:{slot.id}",
+            parts.estimates_schema([slot]),
+            checker.estimates_parser([slot]),
+            parts.empty_estimates([slot])[0],
+            figures=figures,
+            estimate=parts.estimate_lines([slot]),
         )
+        for slot in plan.estimates
+    ]
     if plan.cost_lines:
-        lines = asker.figures(
-            "costs",
-            parts.costs_schema(plan.cost_lines),
-            checker.costs_parser(plan.cost_lines),
-            parts.empty_costs(plan.cost_lines),
-            estimates=parts.estimate_summary(design.estimates),
-            lines="\n".join(f"- {line}" for line in plan.cost_lines),
-        )
+        estimates = parts.estimate_summary(design.estimates)
+        lines = [
+            asker.figures(
+                "costs",
+                f"cost:{line}",
+                parts.costs_schema([line]),
+                checker.costs_parser([line]),
+                parts.empty_costs([line])[0],
+                estimates=estimates,
+                line=f"- {line}",
+            )
+            for line in plan.cost_lines
+        ]
         design.costs = Costs.model_validate(parts.total(lines, plan.budget))
 
     components = parts.component_lines(design.components)
@@ -260,7 +267,7 @@ def compile_design(
             "summary",
             "summary",
             parts.summary_schema(),
-            checker.summary_parser(),
+            checker.summary_parser(proposal),
             components=components,
             cost=parts.cost_sentence(design.costs) or "not estimated",
         )

@@ -24,9 +24,9 @@ __all__ = [
 ]
 
 MIN_STEPS, MAX_STEPS = 3, 6
-# Characters of a pro or con, and of a component's reason: an answer at the limit was cut
-# mid-sentence, and its last clause is dropped (`whole_clauses`).
-ITEM_CHARS, WHY_CHARS = 80, 160
+# Characters of a pro or con, of a component's reason and of the summary: an answer at the
+# limit was cut mid-sentence, and its last clause is dropped (`whole_clauses`).
+ITEM_CHARS, WHY_CHARS, SUMMARY_CHARS = 80, 160, 360
 
 
 def _text(max_length: int, min_length: int = 3) -> dict[str, Any]:
@@ -186,7 +186,7 @@ def plan_schema() -> dict[str, Any]:
 
 
 def summary_schema() -> dict[str, Any]:
-    return {"title": "summary", **_object({"summary": _text(360, 40)})}
+    return {"title": "summary", **_object({"summary": _text(SUMMARY_CHARS, 40)})}
 
 
 # ----------------------------------------------------------------------------- fallbacks
