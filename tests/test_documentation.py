@@ -236,6 +236,8 @@ def test_a_component_that_cannot_be_used_is_asked_again_then_left_open(task):
     design = Design.model_validate(update["final"]["spec"])
     assert design.components[0].status == "open"
     assert '"technology" must be one of: AWS DataSync' in prompts[1]  # the retry says why
+    # ... and asks afresh, without the answer it refused (a small model copies what it is shown)
+    assert "## Part 1: Vehicle upload" in prompts[1] and "DEA cloud" not in prompts[1]
     assert {r.id for r in design.requirements if r.status == "open"} == {"R1", "R4", "R11"}
     assert all(c.status == "written" for c in design.components[1:]) and design.summary
     assert '_Open: no usable answer ("technology" must be one of' in update["final"]["markdown"]

@@ -144,7 +144,7 @@ class ScriptedChatModel(BaseChatModel):
         if ask.startswith("# Extract lessons"):
             return self._lessons(prompt)
         if ask.startswith("# Document the agreed design"):
-            return self._design_part(prompt, retried="That answer cannot be used" in ask)
+            return self._design_part(prompt, retried="An earlier answer could not be used" in ask)
         return self._turn(prompt)
 
     # -- reading the prompt

@@ -99,11 +99,14 @@ def ask_structured(
     *,
     system: str = "",
     max_tokens: int | None = None,
+    show_answer: bool = True,
 ) -> Outcome:
     """Ask, parse, and on an unusable answer ask again showing the problem.
 
     `system` opens the conversation as a system message; `max_tokens` caps each answer
-    where the backend supports it. An answer the backend stopped at its output cap is
+    where the backend supports it. The retry shows the unusable answer before the problem
+    (`show_answer`), or, when False, asks `retry_prompt(problem)` afresh: a small model at
+    temperature 0 repeats an answer it is shown word for word. An answer the backend stopped at its output cap is
     incomplete, so it is unusable whatever it holds. Model failures (network, timeouts)
     propagate: they are not verdicts. Every attempt's tokens are accounted under
     `metadata["ima_kind"]`.
@@ -125,12 +128,8 @@ def ask_structured(
             return outcome
         except AnswerError as exc:
             outcome.error = str(exc)
-        messages = [
-            *opening,
-            HumanMessage(prompt),
-            AIMessage(text),
-            HumanMessage(retry_prompt(outcome.error)),
-        ]
+        shown: list[BaseMessage] = [HumanMessage(prompt), AIMessage(text)] if show_answer else []
+        messages = [*opening, *shown, HumanMessage(retry_prompt(outcome.error))]
     return outcome
 
 

@@ -129,12 +129,13 @@ class _Asker:
             self.model,
             schema,
             f"{self.opening}\n\n{question}",
-            lambda error: f"{self.opening}\n\n{retry(error)}",
+            lambda error: f"{self.opening}\n\n{question}\n\n{retry(error)}",
             parse,
             {**self.metadata, "ima_part": part},
             ATTEMPTS,
             system=self.system,
             max_tokens=parts.output_cap(schema),
+            show_answer=False,  # the 0.5B model copied the answer it was shown (12-06)
         )
         self.compiled.usage = add_call_usage(self.compiled.usage, outcome.usage)
         self.compiled.calls += outcome.attempts
