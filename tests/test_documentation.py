@@ -189,6 +189,9 @@ def test_an_estimate_that_does_not_add_up_is_asked_about_then_takes_its_derivati
     assert compute_derivation("12 TB/day x 30 days + 40 TB = 400 TB") == 400
     assert compute_derivation("2 runs x 400 GPU-hours") == 800
     assert compute_derivation("storage for raw data") is None
+    assert compute_derivation("800 GPU-hours / 2 runs") == 400
+    assert compute_derivation("12 TB/day x 30 days") == 360  # a unit's slash divides nothing
+    assert compute_derivation("120000*USD=120000 USD") is None  # 12-06: no arithmetic
     wrong = answer(
         json.dumps(
             {
@@ -213,6 +216,15 @@ def test_a_derivation_shows_its_own_result_not_the_one_written_after_it(task):
     update, _ = document(task, calls(task, tail=[estimates, *FIGURES[1:], PLAN, SUMMARY]))
     storage = Design.model_validate(update["final"]["spec"]).estimates[0]
     assert storage.derivation == "1 TB per day x 0.05 GB x 365 days = 18.25"
+
+
+def test_a_plan_keeps_the_attempt_with_more_usable_steps(task):
+    """12-06's replay: the first plan had one usable step more than its retry."""
+    first = ["Deploy AWS DataSync at the four depots", "Anonymise the uploads on AWS Batch"]
+    second = ["Deploy AWS DataSync ...", "Storage and retention (Amazon S3) ..."]
+    plans = [answer(json.dumps({"steps": steps})) for steps in (first, second)]
+    update, _ = document(task, calls(task, tail=[*FIGURES, *plans, SUMMARY]))
+    assert Design.model_validate(update["final"]["spec"]).plan == first
 
 
 def test_a_monthly_cost_shows_its_price(task):

@@ -43,7 +43,7 @@ __all__ = ["Checker"]
 # A plan's step is an action: it opens with one of these verbs (in the imperative).
 ACTION_VERBS = frozenset(
     (  # noqa: SIM905 (a list of words reads best as words)
-        "add adopt automate build buy choose configure connect create decommission define "
+        "add adopt anonymise anonymize automate build buy choose configure connect create decommission define "
         "deliver deploy design document enable encrypt establish estimate extend finish "
         "harden hire implement import index install integrate introduce label launch load "
         "migrate monitor move negotiate onboard open operate order pilot plan prepare "
@@ -60,7 +60,6 @@ REPEAT_NGRAM = 4
 # An estimate off its own derivation by more than this (after a change of unit by powers of
 # 1,000) is asked about once, then takes the derivation's result.
 TOLERANCE = 0.05
-_FIGURE_NUMBERS = re.compile(r"\d[\d,.]*")
 # The plan prompt's placeholder, copied: "Set up the vehicle upload on X before ...".
 _PLACEHOLDER = re.compile(r"\s*\b(?:before|after|so that|then)?\s*(?:\.\.\.|…)\s*$", re.I)
 # A monthly cost is a quantity at a price: its derivation names the currency.
@@ -248,8 +247,8 @@ class Checker:
         computed = compute_derivation(derivation)
         problem = "" if usable else f'"{name}" needs a positive number'
         problem = problem or self._problem(f"{name} derivation", derivation, own_words=False)
-        if not problem and len(_FIGURE_NUMBERS.findall(derivation)) < 2:
-            problem = f'"{name}" derivation must show how the number follows from others'
+        if not problem and computed is None:  # 12-06: "TB per month", "120000*USD"
+            problem = f'"{name}" derivation must be arithmetic on numbers that gives it'
         if not problem and key == "usd" and not _PRICE.search(derivation):
             problem = f'"{name}" derivation must show a price in USD (a quantity x its price)'
         if problem:
@@ -266,7 +265,9 @@ class Checker:
         return float(value), _with_result(derivation, computed) if computed else derivation, False
 
     def plan_parser(self, components: Sequence[Component]) -> Callable[[str], list[str]]:
+        """A plan's usable steps; on the last attempt, those of whichever attempt had more."""
         last = self._attempts()
+        earlier: list[str] = []
 
         def parse(text: str) -> list[str]:
             final = last()
@@ -285,8 +286,9 @@ class Checker:
                 if not bad and step not in steps:
                     steps.append(step[0].upper() + step[1:])
             if len(steps) < MIN_STEPS and not final:
+                earlier[:] = steps
                 raise AnswerError(f"it holds {len(steps)} usable steps; give {MIN_STEPS} or more")
-            return steps
+            return steps if len(steps) >= len(earlier) else earlier
 
         return parse
 

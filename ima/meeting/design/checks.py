@@ -289,14 +289,15 @@ def unit_errors(text: str) -> list[str]:
 
 
 _TERM = re.compile(r"(\d[\d,]*(?:\.\d+)?)")
-_OPERATOR = re.compile(r"\s*([x\u00d7*+])\s*", re.I)
+_OPERATOR = re.compile(r"\s*([x\u00d7*+/])\s*", re.I)
 
 
 def compute_derivation(derivation: str) -> float | None:
-    """The result of the product or sum written out in `derivation` ("12 TB/day x 30 days",
-    "200 x 60 GB + 5 TB = ..."), left of any "="; None when it holds no operation."""
+    """The result of the products, quotients and sums written out in `derivation` ("12 TB/day
+    x 30 days", "200 x 60 GB + 5 TB = ...", "800 h / 2"), left of any "="; None when it holds
+    no operation on numbers (a unit's "/" is not one: "TB/day" has no number after it)."""
     left = derivation.split("=", 1)[0]
-    tokens = re.findall(r"\d[\d,]*(?:\.\d+)?|[x\u00d7*+](?=\s*\d)", left, re.I)
+    tokens = re.findall(r"\d[\d,]*(?:\.\d+)?|[x\u00d7*+/](?=\s*\d)", left, re.I)
     if len(tokens) < 3 or not _TERM.fullmatch(tokens[0]):
         return None
     total, product = 0.0, float(tokens[0].replace(",", ""))
@@ -310,6 +311,8 @@ def compute_derivation(derivation: str) -> float | None:
             total, product = total + product, value
         elif operator in ("x", "\u00d7", "*"):
             product *= value
+        elif operator == "/" and value:
+            product /= value
         else:  # two numbers without an operator: not a derivation we can read
             return None
         operator = None
