@@ -220,7 +220,7 @@ def test_a_derivation_shows_its_own_result_not_the_one_written_after_it(task):
 
 def test_a_plan_keeps_the_attempt_with_more_usable_steps(task):
     """12-06's replay: the first plan had one usable step more than its retry."""
-    first = ["Deploy AWS DataSync at the four depots", "Anonymise the uploads on AWS Batch"]
+    first = ["Deploy AWS DataSync at the four depots", "Index the uploads on AWS Batch"]
     second = ["Deploy AWS DataSync ...", "Storage and retention (Amazon S3) ..."]
     plans = [answer(json.dumps({"steps": steps})) for steps in (first, second)]
     update, _ = document(task, calls(task, tail=[*FIGURES, *plans, SUMMARY]))

@@ -43,7 +43,7 @@ __all__ = ["Checker"]
 # A plan's step is an action: it opens with one of these verbs (in the imperative).
 ACTION_VERBS = frozenset(
     (  # noqa: SIM905 (a list of words reads best as words)
-        "add adopt anonymise anonymize automate build buy choose configure connect create decommission define "
+        "add adopt automate build buy choose configure connect create decommission define "
         "deliver deploy design document enable encrypt establish estimate extend finish "
         "harden hire implement import index install integrate introduce label launch load "
         "migrate monitor move negotiate onboard open operate order pilot plan prepare "
