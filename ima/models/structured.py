@@ -106,8 +106,8 @@ def ask_structured(
     `system` opens the conversation as a system message; `max_tokens` caps each answer
     where the backend supports it. The retry shows the unusable answer before the problem
     (`show_answer`), or, when False, asks `retry_prompt(problem)` afresh: a small model at
-    temperature 0 repeats an answer it is shown word for word. An answer the backend stopped at its output cap is
-    incomplete, so it is unusable whatever it holds. Model failures (network, timeouts)
+    temperature 0 repeats an answer it is shown word for word. An answer the backend
+    stopped at its output cap is incomplete, so it is unusable whatever it holds. Model failures (network, timeouts)
     propagate: they are not verdicts. Every attempt's tokens are accounted under
     `metadata["ima_kind"]`.
     """
