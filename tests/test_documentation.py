@@ -402,7 +402,7 @@ def test_a_copied_placeholder_is_cut_and_a_summary_copied_from_the_proposal_aske
     transcript = [{"speaker": "BOA", "phase": "proposals", "content": said}]
     steps = [
         "Set up the vehicle upload on AWS DataSync and AWS IoT Core before ...",
-        "Deploy the safety-event stream on Amazon Kinesis Data Streams ...",
+        "Deploy the safety-event stream on Amazon Kinesis Data Streams before ....",
         "Run the batch processing on AWS Batch over the first nightly uploads",
     ]
     copied = answer(json.dumps({"summary": said + " Batch processing on AWS Batch."}))

@@ -61,7 +61,7 @@ REPEAT_NGRAM = 4
 # 1,000) is asked about once, then takes the derivation's result.
 TOLERANCE = 0.05
 # The plan prompt's placeholder, copied: "Set up the vehicle upload on X before ...".
-_PLACEHOLDER = re.compile(r"\s*\b(?:before|after|so that|then)?\s*(?:\.\.\.|…)\s*$", re.I)
+_PLACEHOLDER = re.compile(r"\s*(?:\b(?:before|after|so that|then)\s*)?(?:\.{3,}|…)[.\s]*$", re.I)
 # A monthly cost is a quantity at a price: its derivation names the currency.
 _PRICE = re.compile(r"USD|US\$|\$", re.I)
 # A plan step builds the pipeline: the agents who designed it are no part of it.
