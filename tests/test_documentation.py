@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import json
 
+import re
+
 import jsonschema
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis.strategies import from_regex
 from conftest import PromptRecorder
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage
@@ -16,6 +20,7 @@ from langgraph.runtime import Runtime
 from ima.core.settings import RunContext
 from ima.measures.design_quality import addressed_in_own_words, design_quality, junk_lines
 from ima.meeting.design.checks import compute_derivation, figure_conflicts, junk_reason, unit_errors
+from ima.meeting.design import parts
 from ima.meeting.design.compile import accepted_proposal
 from ima.meeting.design.document import Design
 from ima.meeting.design.render import render_design
@@ -281,6 +286,41 @@ def test_a_component_is_asked_about_the_requirements_it_meets(task):
     assert "It must meet R1 (depot Wi-Fi and cellular upload paths); R4 (" in prompts[0]
     assert "Cellular usage stays within 5 GB per vehicle per month." in prompts[2]
     assert "- 200 test vehicles" in next(p for p in prompts if "resource estimates" in p)
+
+
+def test_a_how_sentence_is_asked_without_the_proposal_and_opens_with_its_technology(task):
+    """The 0.5B model copied the proposal's phrases into every how-sentence and answered
+    with documentation links (12-06): the question leaves the proposal out, and its schema
+    holds the sentence to its technology's name and no link."""
+    _, prompts = document(task, calls(task))
+    hows = [p for p in prompts if p.startswith("## Part: how ")]
+    assert hows and all("The accepted proposal" not in p for p in hows)
+    assert all("The accepted proposal" in p for p in prompts if p not in hows)
+    pattern = parts.how_schema("Amazon S3 (EU)")["properties"]["how"]["pattern"]
+    assert re.fullmatch(pattern, "Amazon S3 (EU) keeps every object in eu-central-1 only.")
+    for answer in (
+        "The mechanism it uses is Amazon S3, and the figure it keeps to is 5 minutes.",
+        "Amazon S3 (EU) https://docs.aws.amazon.com/s3/latest/userguide/data-lake-sync.html",
+    ):
+        assert not re.fullmatch(pattern, answer)
+
+
+@settings(max_examples=60, deadline=None)
+@given(from_regex(f"^{parts.ARITHMETIC}$", fullmatch=True))
+def test_every_derivation_the_schema_allows_is_arithmetic_the_checker_reads(derivation):
+    assume(not re.search(r"/ 0+(\.0+)?\b", derivation))  # a division by zero stays unread
+    assert compute_derivation(derivation) is not None
+
+
+def test_derivations_and_costs_of_12_06_are_outside_the_schemas_patterns():
+    arithmetic, priced = (f"^{p}$" for p in (parts.ARITHMETIC, parts.PRICED))
+    for written in ("TB per month", "multiply by 30 days", "45000/365*100", "100000"):
+        assert not re.fullmatch(arithmetic, written)
+    assert re.fullmatch(arithmetic, "12 TB/day x 30 days + 40 TB")
+    for written in ("USD 45,000 per month", "$45,000 per month", "120000*USD"):
+        assert not re.fullmatch(priced, written)
+    assert re.fullmatch(priced, "360 TB x 23 USD per TB")
+    assert compute_derivation("360 TB x 23 USD per TB") == 8280
 
 
 def test_a_sentence_copied_from_the_brief_does_not_say_how(task):

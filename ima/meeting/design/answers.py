@@ -33,6 +33,7 @@ from ima.meeting.design.parts import (
     SUMMARY_CHARS,
     WHY_CHARS,
     given_texts,
+    how_chars,
     whole_clauses,
 )
 from ima.models.structured import AnswerError, extract_json
@@ -171,15 +172,17 @@ class Checker:
 
         return parse
 
-    def how_parser(self, question: str = "") -> Callable[[str], str]:
-        """One sentence of the design's own on how a component meets a requirement: not
-        copied (from the brief or the `question`), no junk; a figure the brief contradicts
-        is asked about once, then listed."""
+    def how_parser(self, technology: str, question: str = "") -> Callable[[str], str]:
+        """One sentence of the design's own on how a component on `technology` meets a
+        requirement: not copied (from the brief or the `question`), no junk, cut to its
+        last whole clause where it reached the schema's length; a figure the brief
+        contradicts is asked about once, then listed."""
         last = self._attempts()
 
         def parse(text: str) -> str:
             final = last()
             how = " ".join(str(_object_of(text).get("how") or "").split())
+            how = whole_clauses(how, how_chars(technology))
             if problem := self._problem("how", how, question=question):
                 raise AnswerError(problem)
             if not final and (conflict := self._conflict("how", how)):

@@ -6,8 +6,11 @@ Each part is one small structured call a small model can fill (`ima.meeting.desi
 component, then the estimates, the monthly costs, the plan and the summary. Every answer is
 checked (`ima.meeting.design.checks`); a bad one is asked for once more with its problem named, and
 what is still unusable stays open or missing without giving up the other parts. All calls
-open with the same system message and the accepted proposal, so a prefix cache evaluates
-those once; components are asked owner by owner, so an owner's memory is evaluated once too.
+open with the same system message and, but for the sentences on how a requirement is met,
+the accepted proposal, so a prefix cache evaluates those once; components are asked owner
+by owner, so an owner's memory is evaluated once too. Where the backend follows a schema's
+patterns, a derivation can only be arithmetic and a how-sentence opens with its technology
+(`parts`).
 """
 
 from __future__ import annotations
@@ -123,13 +126,25 @@ class _Asker:
     metadata: dict[str, Any]
     compiled: Compiled
 
-    def ask(self, name: str, part: str, schema: dict[str, Any], parse: Any, **fields: Any) -> Any:
+    def ask(
+        self,
+        name: str,
+        part: str,
+        schema: dict[str, Any],
+        parse: Any,
+        *,
+        with_proposal: bool = True,
+        **fields: Any,
+    ) -> Any:
+        """One part's answer, parsed, or None. `with_proposal=False` leaves the accepted
+        proposal out of the prompt, for a question it would only distract from."""
         question, retry = prompt_parts(f"design/{name}", **fields)
+        opening = f"{self.opening}\n\n" if with_proposal else ""
         outcome: Outcome = ask_structured(
             self.model,
             schema,
-            f"{self.opening}\n\n{question}",
-            lambda error: f"{self.opening}\n\n{question}\n\n{retry(error)}",
+            f"{opening}{question}",
+            lambda error: f"{opening}{question}\n\n{retry(error)}",
             parse,
             {**self.metadata, "ima_part": part},
             ATTEMPTS,
@@ -209,11 +224,12 @@ def compile_design(
                 "text": parts.requirement_text(task, rid),
             }
             question, _ = prompt_parts("design/how", **fields)
-            how = asker.ask(
+            how = asker.ask(  # without the proposal, whose phrases a small model copied
                 "how",
                 f"{slot.id}:{rid}",
-                parts.how_schema(),
-                checker.how_parser(question),
+                parts.how_schema(component.technology),
+                checker.how_parser(component.technology, question),
+                with_proposal=False,
                 **fields,
             )
             if how:

@@ -6,6 +6,7 @@ the model). The answers are checked in `answers.py`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,6 +28,7 @@ MIN_STEPS, MAX_STEPS = 3, 6
 # Characters of a pro or con, of a component's reason and of the summary: an answer at the
 # limit was cut mid-sentence, and its last clause is dropped (`whole_clauses`).
 ITEM_CHARS, WHY_CHARS, SUMMARY_CHARS = 80, 160, 360
+HOW_CHARS = 150  # a sentence on how a requirement is met, after its technology's name
 
 
 def _text(max_length: int, min_length: int = 3) -> dict[str, Any]:
@@ -166,17 +168,48 @@ def component_schema(slot: ComponentSlot) -> dict[str, Any]:
     return {"title": f"component_{slot.id}", **_object(properties)}
 
 
-def how_schema() -> dict[str, Any]:
-    return {"title": "how", **_object({"how": _text(150, 20)})}
+def _pattern(regex: str, max_length: int) -> dict[str, Any]:
+    """A string the backend's grammar writes to `regex` (llama.cpp and Ollama do; another
+    backend takes the length alone, and the checker refuses what does not fit)."""
+    return {"type": "string", "pattern": f"^{regex}$", "maxLength": max_length}
+
+
+def _literal(text: str) -> str:
+    """`text` as a pattern that matches it alone: only the metacharacters escaped, as
+    JSON Schema's ECMA-262 patterns allow (no escaped spaces or hyphens)."""
+    return re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", text)
+
+
+# Arithmetic the checker reads (`checks.compute_derivation`): numbers, each with up to three
+# words of unit, joined by operators. The 0.5B model wrote "TB per month" and "multiply by
+# 30 days" as derivations (12-06); held to this it can only write a sum or a product.
+_NUMBER = r"[0-9][0-9,]{0,9}(\.[0-9]{1,3})?"
+_TERM = _NUMBER + r"( [A-Za-z%][A-Za-z/%-]{0,15}){0,3}"
+ARITHMETIC = rf"{_TERM}( [x*/+] {_TERM}){{1,5}}"
+PRICED = rf"{_TERM}( [x*/+] {_TERM}){{0,3}} x {_NUMBER} USD( per [A-Za-z/-]{{1,16}})?"
+
+
+def how_chars(technology: str) -> int:
+    """The longest sentence on how `technology` meets a requirement."""
+    return len(technology) + 1 + HOW_CHARS
+
+
+def how_schema(technology: str) -> dict[str, Any]:
+    """A sentence that opens with the component's technology and holds no link: the 0.5B
+    model opened with "The mechanism it uses is" and wrote documentation links (12-06)."""
+    sentence = _pattern(
+        rf"{_literal(technology)} [^/]{{20,{HOW_CHARS}}}", how_chars(technology) + 1
+    )
+    return {"title": "how", **_object({"how": sentence})}
 
 
 def estimates_schema(slots: Sequence[EstimateSlot]) -> dict[str, Any]:
-    entry = _object({"value": {"type": "number"}, "derivation": _text(80, 5)})
+    entry = _object({"value": {"type": "number"}, "derivation": _pattern(ARITHMETIC, 100)})
     return {"title": "estimates", **_object({s.id: entry for s in slots})}
 
 
 def costs_schema(lines: Sequence[str]) -> dict[str, Any]:
-    entry = _object({"usd": {"type": "number"}, "derivation": _text(80, 5)})
+    entry = _object({"usd": {"type": "number"}, "derivation": _pattern(PRICED, 100)})
     return {"title": "costs", **_object({line: entry for line in lines})}
 
 
