@@ -5,22 +5,21 @@ still unusable left open without giving up the rest; design.md renders design.js
 from __future__ import annotations
 
 import json
-
 import re
 
 import jsonschema
 import pytest
+from conftest import PromptRecorder
 from hypothesis import assume, given, settings
 from hypothesis.strategies import from_regex
-from conftest import PromptRecorder
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
 from ima.core.settings import RunContext
 from ima.measures.design_quality import addressed_in_own_words, design_quality, junk_lines
-from ima.meeting.design.checks import compute_derivation, figure_conflicts, junk_reason, unit_errors
 from ima.meeting.design import parts
+from ima.meeting.design.checks import compute_derivation, figure_conflicts, junk_reason, unit_errors
 from ima.meeting.design.compile import accepted_proposal
 from ima.meeting.design.document import Design
 from ima.meeting.design.render import render_design
