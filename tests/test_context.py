@@ -227,8 +227,8 @@ def test_the_run_records_the_layout_and_the_view_explains_it(cli, tmp_path):
 
 def test_in_the_shared_layout_every_documentation_call_opens_like_the_last_turn(task):
     """The documentation step's calls open with the meeting's system message (a prefix
-    cache holds it from the last turn), then the same opening with the accepted proposal:
-    only each part's own question is evaluated anew."""
+    cache holds it from the last turn), then, but for the how-sentences, the same opening
+    with the accepted proposal: only each part's own question is evaluated anew."""
     recorder = PromptRecorder()
     graph = compile_graph(task, "intrinsic", checkpointer=InMemorySaver())
     out = graph.invoke(
@@ -241,7 +241,10 @@ def test_in_the_shared_layout_every_documentation_call_opens_like_the_last_turn(
     calls = recorder.of_kind("documentation")
     assert len(calls) == 29  # 8 components, 11 requirements, 4 estimates, 4 costs, plan, summary
     assert {system.content for _, (system, _) in calls} == {last_system.content}
-    openings = {"\n\n## ".join(user.content.split("\n\n## ", 2)[:2]) for _, (_, user) in calls}
+    hows = [user for _, (_, user) in calls if user.content.startswith("## Part: how ")]
+    assert len(hows) == 11  # asked without the proposal, which a small model copied
+    opened = [user.content for _, (_, user) in calls if user not in hows]
+    openings = {"\n\n## ".join(text.split("\n\n## ", 2)[:2]) for text in opened}
     assert len(openings) == 1 and "## The accepted proposal" in next(iter(openings))
 
 

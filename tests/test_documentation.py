@@ -19,6 +19,7 @@ from langgraph.runtime import Runtime
 from ima.core.settings import RunContext
 from ima.measures.design_quality import addressed_in_own_words, design_quality, junk_lines
 from ima.meeting.design import parts
+from ima.meeting.design.answers import ACTION_VERBS
 from ima.meeting.design.checks import compute_derivation, figure_conflicts, junk_reason, unit_errors
 from ima.meeting.design.compile import accepted_proposal
 from ima.meeting.design.document import Design
@@ -320,6 +321,21 @@ def test_derivations_and_costs_of_12_06_are_outside_the_schemas_patterns():
         assert not re.fullmatch(priced, written)
     assert re.fullmatch(priced, "360 TB x 23 USD per TB")
     assert compute_derivation("360 TB x 23 USD per TB") == 8280
+
+
+def test_a_plan_step_is_held_to_an_action_without_the_prompts_placeholder():
+    pattern = parts.plan_schema(ACTION_VERBS)["properties"]["steps"]["items"]["pattern"]
+    assert re.fullmatch(
+        pattern, "Set up the vehicle upload on AWS IoT Core before the first drives"
+    )
+    for written in ("Set up the vehicle upload on AWS IoT Core before ....", "MLA: ACCEPT."):
+        assert not re.fullmatch(pattern, written)
+
+
+def test_a_votes_verdict_kept_in_memory_is_no_reason_for_a_component(task):
+    why = "To ensure the integrated proposal violates the requirement that the volumes add up"
+    assert "verdict" in junk_reason(why, task)
+    assert not junk_reason("S3 replication keeps a second copy in eu-west-1", task)
 
 
 def test_a_sentence_copied_from_the_brief_does_not_say_how(task):

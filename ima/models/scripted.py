@@ -143,7 +143,7 @@ class ScriptedChatModel(BaseChatModel):
             return self._requirement_check(prompt)
         if ask.startswith("# Extract lessons"):
             return self._lessons(prompt)
-        if ask.startswith("# Document the agreed design"):
+        if ask.startswith(("# Document the agreed design", "## Part: how ")):
             return self._design_part(prompt, retried="An earlier answer could not be used" in ask)
         return self._turn(prompt)
 
@@ -279,7 +279,11 @@ class ScriptedChatModel(BaseChatModel):
             )
         if how := re.search(r"^## Part: how (.+) meets (R\w+)$", ask, re.M):
             title, requirement = how.groups()
-            return json.dumps({"how": f"The {title.lower()} takes care of {requirement} for us."})
+            runs_on = re.search(r"^.+? runs on (.+?)\. Requirement", ask, re.M)
+            tech = runs_on.group(1) if runs_on else title  # the sentence opens with it
+            return json.dumps(
+                {"how": f"{tech} takes care of {requirement} for the {title.lower()}."}
+            )
         if "## Part: resource estimates" in ask:
             ids = re.findall(r'^- "(\w+)" \(', ask, re.M)
             return json.dumps({i: {"value": 12, "derivation": "3 x 4 = 12"} for i in ids})

@@ -44,6 +44,12 @@ __all__ = [
 COPY_NGRAM = 4  # near-copies ("appear on the dashboard within 5 minutes") share 4-grams
 SCALE = 10  # a figure this many times above or below a limit measures something else
 _VOTE = re.compile(r"\b(ACCEPT|REJECT|FINALIZE)\b")
+# A vote's reason, kept in a voter's memory: "The integrated proposal violates the ...".
+_VERDICT = re.compile(
+    r"\bproposal (?:is (?:not )?(?:acceptable|unacceptable)|violates|meets all|does not "
+    r"(?:meet|violate))",
+    re.I,
+)
 _RESIDUE = re.compile(r"[\[\]{}]|\"\s*:|\w+_\w+\s*[:\]]|\bplan\]|^\W+$")
 _ECHOES = (
     "meeting notes so far",
@@ -185,6 +191,8 @@ def junk_reason(text: str, task: Task, instructions: Iterable[str] = ()) -> str:
         return "it is empty"
     if _VOTE.search(plain):
         return f"it is a vote or flag ({_VOTE.search(plain).group(1)}), not part of a design"
+    if _VERDICT.search(plain):
+        return "it is a vote's verdict on the proposal, not part of a design"
     lowered = plain.lower()
     echo = next((e for e in _ECHOES if e in lowered), None)
     if echo:

@@ -26,7 +26,7 @@ from ima import prompts
 from ima.core.state import CallUsage, add_call_usage, memory_slots, zero_usage
 from ima.core.tokens import count_tokens
 from ima.meeting.design import parts
-from ima.meeting.design.answers import Checker
+from ima.meeting.design.answers import ACTION_VERBS, Checker
 from ima.meeting.design.checks import figure_conflicts, junk_reason, unit_errors
 from ima.meeting.design.document import Component, Conflict, Costs, Design, RequirementRow
 from ima.models.structured import Outcome, ask_structured, prompt_parts
@@ -271,7 +271,7 @@ def compile_design(
         asker.ask(
             "plan",
             "plan",
-            parts.plan_schema(),
+            parts.plan_schema(ACTION_VERBS),
             checker.plan_parser(design.components),
             components=components,
             min_steps=parts.MIN_STEPS,

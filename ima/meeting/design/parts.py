@@ -213,8 +213,12 @@ def costs_schema(lines: Sequence[str]) -> dict[str, Any]:
     return {"title": "costs", **_object({line: entry for line in lines})}
 
 
-def plan_schema() -> dict[str, Any]:
-    steps = {"type": "array", "items": _text(110, 15), "minItems": MIN_STEPS, "maxItems": MAX_STEPS}
+def plan_schema(verbs: Sequence[str]) -> dict[str, Any]:
+    """Steps that open with one of `verbs` and hold no full stop: the 0.5B model's steps were
+    votes, and the prompt's "before ..." copied (12-06)."""
+    opening = "|".join(sorted(v.capitalize() for v in verbs))
+    step = _pattern(rf"({opening}) [^.\n]{{10,100}}", 110)
+    steps = {"type": "array", "items": step, "minItems": MIN_STEPS, "maxItems": MAX_STEPS}
     return {"title": "plan", **_object({"steps": steps})}
 
 
