@@ -297,7 +297,7 @@ def test_a_how_sentence_is_asked_without_the_proposal_and_opens_with_its_technol
     assert hows and all("The accepted proposal" not in p for p in hows)
     assert all("The accepted proposal" in p for p in prompts if p not in hows)
     pattern = parts.how_schema("Amazon S3 (EU)")["properties"]["how"]["pattern"]
-    assert re.fullmatch(pattern, "Amazon S3 (EU) keeps every object in eu-central-1 only.")
+    assert re.fullmatch(pattern, "Amazon S3 (EU) keeps 12 TB/day in eu-central-1 only.")
     for answer in (
         "The mechanism it uses is Amazon S3, and the figure it keeps to is 5 minutes.",
         "Amazon S3 (EU) https://docs.aws.amazon.com/s3/latest/userguide/data-lake-sync.html",

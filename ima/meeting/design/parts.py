@@ -195,10 +195,11 @@ def how_chars(technology: str) -> int:
 
 
 def how_schema(technology: str) -> dict[str, Any]:
-    """A sentence that opens with the component's technology and holds no link: the 0.5B
-    model opened with "The mechanism it uses is" and wrote documentation links (12-06)."""
+    """A sentence that opens with the component's technology and holds no link (no colon,
+    so no "https:"; a slash stays for "TB/day"): the 0.5B model opened with "The mechanism
+    it uses is" and wrote documentation links (12-06)."""
     sentence = _pattern(
-        rf"{_literal(technology)} [^/]{{20,{HOW_CHARS}}}", how_chars(technology) + 1
+        rf"{_literal(technology)} [^:]{{20,{HOW_CHARS}}}", how_chars(technology) + 1
     )
     return {"title": "how", **_object({"how": sentence})}
 
@@ -217,7 +218,7 @@ def plan_schema(verbs: Sequence[str]) -> dict[str, Any]:
     """Steps that open with one of `verbs` and hold no full stop: the 0.5B model's steps were
     votes, and the prompt's "before ..." copied (12-06)."""
     opening = "|".join(sorted(v.capitalize() for v in verbs))
-    step = _pattern(rf"({opening}) [^.\n]{{10,100}}", 110)
+    step = _pattern(rf"({opening}) [^.]{{10,100}}", 110)
     steps = {"type": "array", "items": step, "minItems": MIN_STEPS, "maxItems": MAX_STEPS}
     return {"title": "plan", **_object({"steps": steps})}
 
