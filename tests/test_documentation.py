@@ -110,17 +110,17 @@ ESTIMATES = answer(
             "storage": {"value": 400, "derivation": "12 TB/day x 30 days + 40 TB = 400 TB"},
             "gpu": {"value": 800, "derivation": "2 runs x 400 GPU-hours"},
             "compute": {"value": 9000, "derivation": "300 vCPU x 30 h"},
-            "network": {"value": 400, "derivation": "12 TB x 30 days + 40 TB"},
+            "network": {"value": 400, "derivation": "12 TB/day x 30 days + 40 TB"},
         }
     )
 )
 COSTS = answer(
     json.dumps(
         {
-            "Storage": {"usd": 9200, "derivation": "400 TB x 23 USD"},
-            "Compute": {"usd": 4500, "derivation": "9000 h x 0.5 USD"},
-            "GPU training": {"usd": 3200, "derivation": "800 h x 4 USD"},
-            "Network": {"usd": 800, "derivation": "400 TB x 2 USD"},
+            "Storage": {"usd": 9200, "derivation": "400 TB x 23 USD per TB"},
+            "Compute": {"usd": 4500, "derivation": "9000 vCPU-hours x 0.5 USD per vCPU-hour"},
+            "GPU training": {"usd": 3200, "derivation": "800 GPU-hours x 4 USD per GPU-hour"},
+            "Network": {"usd": 800, "derivation": "400 TB x 2 USD per TB"},
         }
     )
 )
@@ -203,7 +203,7 @@ def test_an_estimate_that_does_not_add_up_is_asked_about_then_takes_its_derivati
                 "storage": {"value": 999, "derivation": "12 TB/day x 30 days = 360 TB"},
                 "gpu": {"value": 800, "derivation": "2 runs x 400 GPU-hours"},
                 "compute": {"value": 9000, "derivation": "300 vCPU x 30 h"},
-                "network": {"value": 400, "derivation": "12 TB x 30 days + 40 TB"},
+                "network": {"value": 400, "derivation": "12 TB/day x 30 days + 40 TB"},
             }
         )
     )
@@ -216,11 +216,11 @@ def test_an_estimate_that_does_not_add_up_is_asked_about_then_takes_its_derivati
 def test_a_derivation_shows_its_own_result_not_the_one_written_after_it(task):
     """12-06's default meeting: a value that agrees with the arithmetic (in another unit)
     kept a written result the arithmetic does not give."""
-    said = {"value": 18_497, "derivation": "1 TB per day x 0.05 GB x 365 days = 5,992 TB"}
+    said = {"value": 18_497, "derivation": "1 TB per day x 0.05 x 365 days = 5,992 TB"}
     estimates = answer(json.dumps({**json.loads(ESTIMATES.content), "storage": said}))
     update, _ = document(task, calls(task, tail=[estimates, *FIGURES[1:], PLAN, SUMMARY]))
     storage = Design.model_validate(update["final"]["spec"]).estimates[0]
-    assert storage.derivation == "1 TB per day x 0.05 GB x 365 days = 18.25"
+    assert storage.derivation == "1 TB per day x 0.05 x 365 days = 18.25"
 
 
 def test_a_plan_keeps_the_attempt_with_more_usable_steps(task):

@@ -285,11 +285,11 @@ class ScriptedChatModel(BaseChatModel):
                 {"how": f"{tech} takes care of {requirement} for the {title.lower()}."}
             )
         if "## Part: resource estimates" in ask:
-            ids = re.findall(r'^- "(\w+)" \(', ask, re.M)
-            return json.dumps({i: {"value": 12, "derivation": "3 x 4 = 12"} for i in ids})
+            asked = re.findall(r'^- "(\w+)" \(([^)]+)\)', ask, re.M)  # each id and its unit
+            return json.dumps({i: {"value": 12, "derivation": f"3 x 4 {u} = 12"} for i, u in asked})
         if "## Part: monthly cost" in ask:
             lines = re.findall(r"^- ([^:\n]+)$", _between(ask, "## Part: monthly cost"), re.M)
-            usd = {"usd": 1000, "derivation": "10 TB x 100 USD = 1000"}
+            usd = {"usd": 1000, "derivation": "10 TB x 100 USD per TB = 1000"}
             return json.dumps({line.strip(): usd for line in lines})
         components = re.findall(r"^- ([^:\n]+): (.+)$", _between(ask, "The components"), re.M)
         if "## Part: high-level plan" in ask:

@@ -26,6 +26,7 @@ from ima.meeting.design.checks import (
     figure_conflicts,
     junk_reason,
 )
+from ima.meeting.design.dimensions import dimension_problem
 from ima.meeting.design.document import Component, CostLine, Estimate
 from ima.meeting.design.parts import (
     ITEM_CHARS,
@@ -208,7 +209,8 @@ class Checker:
                 id=name, label=slot.label, unit=slot.unit, value=value, derivation=derivation
             )
 
-        return self._figures_parser(list(by_id), "value", estimate)
+        units = {slot.id: slot.unit for slot in slots}
+        return self._figures_parser(units, "value", estimate)
 
     def costs_parser(
         self, lines: Sequence[str]
@@ -216,21 +218,22 @@ class Checker:
         def cost(name: str, value: float | None, derivation: str) -> CostLine:
             return CostLine(label=name, usd_per_month=value, derivation=derivation)
 
-        return self._figures_parser(list(lines), "usd", cost)
+        return self._figures_parser(dict.fromkeys(lines, "USD"), "usd", cost)
 
     def _figures_parser(
-        self, names: list[str], key: str, make: Callable[[str, float | None, str], Any]
+        self, units: dict[str, str], key: str, make: Callable[[str, float | None, str], Any]
     ) -> Callable[[str], tuple[list[Any], list[str]]]:
-        """The parser of a part made of named figures (estimates, cost lines): each one
-        checked by `_figure`, and the names whose value was recomputed."""
+        """The parser of a part made of named figures (estimates, cost lines, by name with
+        their units): each one checked by `_figure`, and the names whose value was
+        recomputed."""
         last = self._attempts()
 
         def parse(text: str) -> tuple[list[Any], list[str]]:
             final = last()
             data = _object_of(text)
             made, recomputed = [], []
-            for name in names:
-                value, derivation, changed = self._figure(data.get(name), name, final, key)
+            for name, unit in units.items():
+                value, derivation, changed = self._figure(data.get(name), name, unit, final, key)
                 if changed:
                     recomputed.append(name)
                 made.append(make(name, value, derivation))
@@ -239,10 +242,11 @@ class Checker:
         return parse
 
     def _figure(
-        self, entry: Any, name: str, final: bool, key: str = "value"
+        self, entry: Any, name: str, unit: str, final: bool, key: str = "value"
     ) -> tuple[float | None, str, bool]:
-        """(value, derivation, recomputed) of one estimate; AnswerError on a first answer
-        that lacks a positive number or a readable derivation."""
+        """(value, derivation, recomputed) of one estimate in `unit`; AnswerError on a first
+        answer that lacks a positive number, or a readable derivation whose units give the
+        estimate's (a monthly cost's derivation may leave the month out)."""
         entry = entry if isinstance(entry, dict) else {}
         value = entry.get(key)
         derivation = " ".join(str(entry.get("derivation") or "").split())
@@ -254,6 +258,8 @@ class Checker:
             problem = f'"{name}" derivation must be arithmetic on numbers that gives it'
         if not problem and key == "usd" and not _PRICE.search(derivation):
             problem = f'"{name}" derivation must show a price in USD (a quantity x its price)'
+        if not problem and (wrong := dimension_problem(derivation, unit, monthly=key == "usd")):
+            problem = f'"{name}" derivation does not give {unit}: {wrong}'
         if problem:
             if not final:
                 raise AnswerError(problem)

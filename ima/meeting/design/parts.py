@@ -185,8 +185,8 @@ def _literal(text: str) -> str:
 # 30 days" as derivations (12-06); held to this it can only write a sum or a product.
 _NUMBER = r"[0-9][0-9,]{0,9}(\.[0-9]{1,3})?"
 _TERM = _NUMBER + r"( [A-Za-z%][A-Za-z/%-]{0,15}){0,3}"
-ARITHMETIC = rf"{_TERM}( [x*/+] {_TERM}){{1,5}}"
-PRICED = rf"{_TERM}( [x*/+] {_TERM}){{0,3}} x {_NUMBER} USD( per [A-Za-z/-]{{1,16}})?"
+ARITHMETIC = rf"{_TERM}( [x*/+] {_TERM}){{1,3}}"  # 12-06: chains of every figure; 4 terms
+PRICED = rf"{_TERM}( [x*/+] {_TERM}){{0,2}} x {_NUMBER} USD per [A-Za-z/-]{{1,16}}"
 
 
 def how_chars(technology: str) -> int:
