@@ -281,11 +281,17 @@ def test_a_reason_repeated_from_another_component_is_asked_again(task):
 
 def test_a_component_is_asked_about_the_requirements_it_meets(task):
     """A component's prompt names its requirements; a sentence on how one is met is asked
-    with the requirement's own text (its figures), and a copy of it is refused."""
+    with the requirement's own text (its figures), and a copy of it is refused; an estimate
+    sees the brief's figures closest to what it asks."""
     _, prompts = document(task, calls(task))
     assert "It must meet R1 (depot Wi-Fi and cellular upload paths); R4 (" in prompts[0]
     assert "Cellular usage stays within 5 GB per vehicle per month." in prompts[2]
-    assert "- 200 test vehicles" in next(p for p in prompts if "resource estimates" in p)
+    storage, gpu = [p for p in prompts if "resource estimates" in p][:2]
+    assert "- 12 TB/day uploaded over depot Wi-Fi" in storage
+    assert "- unblurred raw data deleted after 30 days" in storage
+    assert "- 200 test vehicles" not in storage  # the 0.5B model multiplied the first four
+    figures = gpu.split("The brief's figures:\n")[1].split("\nEstimate")[0]
+    assert figures == "- retraining every two weeks\n- about 400 A100 GPU-hours per training run"
 
 
 def test_a_how_sentence_is_asked_without_the_proposal_and_opens_with_its_technology(task):

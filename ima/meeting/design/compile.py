@@ -237,7 +237,6 @@ def compile_design(
     design = compiled.design
     design.components = [components[s.id] for s in plan.components]
 
-    figures = parts.figure_lines(task)
     design.estimates = [  # one call each: a small model copied the asks into a joint answer
         asker.figures(
             "estimates",
@@ -245,7 +244,7 @@ def compile_design(
             parts.estimates_schema([slot]),
             checker.estimates_parser([slot]),
             parts.empty_estimates([slot])[0],
-            figures=figures,
+            figures=parts.figure_lines(task, slot.ask),
             estimate=parts.estimate_lines([slot]),
         )
         for slot in plan.estimates

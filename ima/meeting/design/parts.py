@@ -106,9 +106,37 @@ def meets_line(task: Task, slot: ComponentSlot) -> str:
     return "; ".join(named) or "the brief's requirements together with the other parts"
 
 
-def figure_lines(task: Task) -> str:
-    """The brief's key figures, one a line: what an estimate's arithmetic starts from."""
-    return "\n".join(f"- {f.text}" for f in task.key_figures) or "- (see the brief)"
+FIGURES_SHOWN = 6  # an estimate sees the brief's figures closest to what it asks
+# Words that relate no figure to an estimate: most are monthly, many per day.
+_PLAIN = frozenset(
+    (  # noqa: SIM905
+        "a an the and or of for to in into on at by per each every its it most any "
+        "hour hours day days week weeks month months year years time"
+    ).split()
+)
+
+
+def _stems(text: str) -> set[str]:
+    """Content words cut to five letters ("uploads", "uploaded" -> "uploa"), numbers kept;
+    a hyphenated word is one ("safety-event")."""
+    found = re.findall(r"[a-z0-9][a-z0-9-]*", text.lower())
+    return {w[:5] for w in found if w not in _PLAIN and (len(w) > 2 or w.isdigit())}
+
+
+def figure_lines(task: Task, ask: str = "") -> str:
+    """The brief's key figures that an estimate of `ask` starts from, one a line: the
+    `FIGURES_SHOWN` sharing most words with it, in the brief's order (every figure when
+    `ask` is empty or shares none). The 0.5B model, shown all 24, multiplied the first four
+    whatever the estimate (12-06)."""
+    figures = list(task.key_figures)
+    if ask:
+        asked = _stems(ask)
+        shared = {f.id: len(asked & _stems(f.text)) for f in figures}
+        ranked = sorted((f for f in figures if shared[f.id]), key=lambda f: -shared[f.id])
+        if ranked:
+            kept = {f.id for f in ranked[:FIGURES_SHOWN]}
+            figures = [f for f in figures if f.id in kept]
+    return "\n".join(f"- {f.text}" for f in figures) or "- (see the brief)"
 
 
 def technology_ask(slot: ComponentSlot) -> str:
