@@ -232,6 +232,19 @@ def test_a_plan_keeps_the_attempt_with_more_usable_steps(task):
     assert Design.model_validate(update["final"]["spec"]).plan == first
 
 
+def test_a_step_cut_at_its_length_loses_its_unfinished_phrase(task):
+    """12-06's replay f: the schema's length stopped a step at "... Logs before the"."""
+    cut = (
+        "Set up the anonymisation and access control on OpenCV on AWS Batch and Amazon "
+        "CloudWatch Logs before the first drives of the fleet begin"
+    )[: parts.STEP_CHARS]
+    steps = [cut, "Deploy AWS DataSync at the four depots", "Index the uploads on AWS Batch"]
+    plan = answer(json.dumps({"steps": steps}))
+    update, _ = document(task, calls(task, tail=[*FIGURES, plan, SUMMARY]))
+    first = Design.model_validate(update["final"]["spec"]).plan[0]
+    assert first.endswith("Amazon CloudWatch Logs")
+
+
 def test_a_monthly_cost_shows_its_price(task):
     """A cost derived from quantities alone (as the default meeting's 12-06 replay wrote:
     "1000 GB/h x 200 h/day") is asked about again, then left missing."""
@@ -369,13 +382,15 @@ def test_what_the_default_meeting_wrote_on_12_06_is_asked_again_or_trimmed(task)
     }
     training = next(s for s in slots(task) if s.id == "training")
     cut = "It scales on demand for the biweekly retraining, which makes it suitable for a very"
-    components = {training.id: [component(training, pros=[cut[:80]])]}
+    agent = "Data Engineering Agent's pipeline handles various types of camera counts"
+    components = {training.id: [component(training, pros=[cut[:80], agent])]}
     update, prompts = document(task, calls(task, components=components, hows=hows))
     assert any('"how" is a web address' in p for p in prompts)
     assert any('"how" repeats the question' in p for p in prompts)
     assert any('"how" mixes in another script' in p for p in prompts)
     design = Design.model_validate(update["final"]["spec"])
     assert {r.id for r in design.requirements if r.status == "open"} == {"R3", "R6", "R9"}
+    # cut to its whole clauses; a pro that names an agent of the meeting is dropped
     assert design.component("training").pros == ["It scales on demand for the biweekly retraining"]
 
 

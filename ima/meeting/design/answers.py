@@ -31,11 +31,13 @@ from ima.meeting.design.document import Component, CostLine, Estimate
 from ima.meeting.design.parts import (
     ITEM_CHARS,
     MIN_STEPS,
+    STEP_CHARS,
     SUMMARY_CHARS,
     WHY_CHARS,
     given_texts,
     how_chars,
     whole_clauses,
+    whole_phrase,
 )
 from ima.models.structured import AnswerError, extract_json
 from ima.tasks import ComponentSlot, EstimateSlot, Task
@@ -93,6 +95,7 @@ class Checker:
         self.sources = given_texts(task, brief)
         self.scripts = scripts_of(brief)
         self.agents = {r.id.lower() for r in task.roles} | {r.name.lower() for r in task.roles}
+        self.agent_stems = {" ".join(w[:5] for w in words(r.name)) for r in task.roles}
         self.whys: list[str] = []  # the components' reasons so far: each gives its own
 
     # -- helpers
@@ -129,8 +132,13 @@ class Checker:
         return f'it says "{stated}" where the brief has {brief}'
 
     def _names_an_agent(self, text: str) -> bool:
+        """Whether `text` names an agent of the meeting: by id, or by its name with the
+        words' endings changed ("Data Engineering Agent's" for the Data Engineer Agent)."""
         lowered = text.lower()
-        return any(re.search(rf"\b{re.escape(a)}\b", lowered) for a in self.agents)
+        if any(re.search(rf"\b{re.escape(a)}\b", lowered) for a in self.agents):
+            return True
+        stems = " ".join(w[:5] for w in words(text))
+        return any(f" {name} " in f" {stems} " for name in self.agent_stems)
 
     # -- parts
 
@@ -196,7 +204,11 @@ class Checker:
         listed = value if isinstance(value, list) else [value] if value else []
         items = [whole_clauses(" ".join(str(v).split()), ITEM_CHARS) for v in listed]
         items = [i.strip(" .;,") for i in items]
-        return [i for i in items if i and not self._problem("item", i, own_words=False)]
+        return [
+            i
+            for i in items
+            if i and not self._problem("item", i, own_words=False) and not self._names_an_agent(i)
+        ]
 
     def estimates_parser(
         self, slots: Sequence[EstimateSlot]
@@ -286,6 +298,7 @@ class Checker:
                 step = " ".join(str(step).split()).strip()
                 step = re.sub(r"^(?:step\s*)?\d+[.):]\s*", "", step, flags=re.I)
                 step = _PLACEHOLDER.sub("", step)  # the prompt's "... before ..." copied
+                step = whole_phrase(step, STEP_CHARS)
                 first = step.split(" ", 1)[0].lower() if step else ""
                 bad = (
                     self._problem("step", step, own_words=False)

@@ -27,7 +27,7 @@ __all__ = [
 MIN_STEPS, MAX_STEPS = 3, 6
 # Characters of a pro or con, of a component's reason and of the summary: an answer at the
 # limit was cut mid-sentence, and its last clause is dropped (`whole_clauses`).
-ITEM_CHARS, WHY_CHARS, SUMMARY_CHARS = 80, 160, 360
+ITEM_CHARS, WHY_CHARS, SUMMARY_CHARS, STEP_CHARS = 80, 160, 360, 140
 HOW_CHARS = 150  # a sentence on how a requirement is met, after its technology's name
 
 
@@ -42,6 +42,19 @@ def _object(properties: dict[str, Any]) -> dict[str, Any]:
         "required": list(properties),
         "additionalProperties": False,
     }
+
+
+def whole_phrase(step: str, limit: int) -> str:
+    """A plan's step as written, or, when it reached `limit` characters, without its last
+    unfinished phrase ("... on Amazon CloudWatch Logs before the" ends at "Logs")."""
+    step = step.strip()
+    if len(step) < limit - 12:  # the verb and its space are outside the pattern's count
+        return step
+    for mark in (" before ", " after ", " so that ", " then ", " and ", ", "):
+        head = step.rsplit(mark, 1)[0]
+        if head != step and len(head) >= limit // 3:
+            return head.strip(" ,;")
+    return step
 
 
 def whole_clauses(text: str, limit: int) -> str:
@@ -246,7 +259,7 @@ def plan_schema(verbs: Sequence[str]) -> dict[str, Any]:
     """Steps that open with one of `verbs` and hold no full stop: the 0.5B model's steps were
     votes, and the prompt's "before ..." copied (12-06)."""
     opening = "|".join(sorted(v.capitalize() for v in verbs))
-    step = _pattern(rf"({opening}) [^.]{{10,100}}", 110)
+    step = _pattern(rf"({opening}) [^.]{{10,{STEP_CHARS - 12}}}", STEP_CHARS)
     steps = {"type": "array", "items": step, "minItems": MIN_STEPS, "maxItems": MAX_STEPS}
     return {"title": "plan", **_object({"steps": steps})}
 
