@@ -22,7 +22,7 @@ from ima.meeting.design import parts
 from ima.meeting.design.answers import ACTION_VERBS
 from ima.meeting.design.checks import compute_derivation, figure_conflicts, junk_reason, unit_errors
 from ima.meeting.design.compile import accepted_proposal
-from ima.meeting.design.document import Design
+from ima.meeting.design.document import CostLine, Costs, Design
 from ima.meeting.design.render import render_design
 from ima.meeting.nodes.documentation import make_documentation_node
 from ima.models import Models
@@ -190,7 +190,9 @@ def test_a_design_compiled_part_by_part_is_one_structure_in_both_files(task):
     assert quality["addressed"] == [r.id for r in task.requirements]
 
 
-def test_an_estimate_that_does_not_add_up_is_asked_about_then_takes_its_derivation(task):
+def test_an_estimate_takes_the_result_of_its_derivation(task):
+    """12-06's replay g: asked to fix a value its derivation did not give, the 0.5B model
+    broke the derivation instead; the arithmetic, its units checked, is kept without asking."""
     assert compute_derivation("12 TB/day x 30 days + 40 TB = 400 TB") == 400
     assert compute_derivation("2 runs x 400 GPU-hours") == 800
     assert compute_derivation("storage for raw data") is None
@@ -207,10 +209,24 @@ def test_an_estimate_that_does_not_add_up_is_asked_about_then_takes_its_derivati
             }
         )
     )
-    update, prompts = document(task, calls(task, tail=[wrong, wrong, *FIGURES[2:], PLAN, SUMMARY]))
-    assert any('"storage" is 999, but its derivation gives 360: fix one' in p for p in prompts)
-    storage = Design.model_validate(update["final"]["spec"]).estimates[0]
+    update, prompts = document(task, calls(task, tail=[wrong, *FIGURES[1:], PLAN, SUMMARY]))
+    assert not any("could not be used" in p for p in prompts)
+    design = Design.model_validate(update["final"]["spec"])
+    storage = design.estimates[0]
     assert storage.value == 360 and storage.derivation == "12 TB/day x 30 days = 360"
+    assert design.plan and design.summary  # every later answer went to its own part
+
+
+def test_without_estimates_no_cost_is_asked_and_a_partial_total_is_not_within_budget(task):
+    none = answer(json.dumps({"storage": {"value": 1, "derivation": "TB per month"}}))
+    update, prompts = document(task, calls(task, tail=[none] * 8 + [PLAN, SUMMARY]))
+    design = Design.model_validate(update["final"]["spec"])
+    assert not any("## Part: monthly cost" in p for p in prompts)
+    assert [c.usd_per_month for c in design.costs.lines] == [None] * 4
+    lines = [CostLine(label="Storage", usd_per_month=4), CostLine(label="Compute")]
+    partial = Costs.model_validate(parts.total(lines, 45_000))
+    assert partial.total_usd_per_month == 4 and partial.within_budget is None
+    assert "1 of 2 lines not estimated" in parts.cost_sentence(partial)
 
 
 def test_a_derivation_shows_its_own_result_not_the_one_written_after_it(task):

@@ -249,7 +249,8 @@ def compile_design(
         )
         for slot in plan.estimates
     ]
-    if plan.cost_lines:
+    if plan.cost_lines and any(e.value is not None for e in design.estimates):
+        # priced from the estimates: without one, a cost line's quantity would be made up
         estimates = parts.estimate_summary(design.estimates)
         lines = [
             asker.figures(
@@ -264,6 +265,10 @@ def compile_design(
             for line in plan.cost_lines
         ]
         design.costs = Costs.model_validate(parts.total(lines, plan.budget))
+    elif plan.cost_lines:
+        design.costs = Costs.model_validate(
+            parts.total(parts.empty_costs(plan.cost_lines), plan.budget)
+        )
 
     components = parts.component_lines(design.components)
     design.plan = (

@@ -190,9 +190,17 @@ def cost_sentence(costs: Costs) -> str:
     parts = ", ".join(f"{c.label.lower()} USD {_number(c.usd_per_month)}" for c in lines)
     sentence = f"Monthly cloud cost: {parts}, USD {_number(costs.total_usd_per_month)} in all"
     if costs.budget_usd_per_month is not None:
-        verdict = "within" if costs.within_budget else "over"
-        sentence += f", {verdict} the budget of USD {_number(costs.budget_usd_per_month)}"
+        sentence += f", {budget_verdict(costs)}"
     return sentence + "."
+
+
+def budget_verdict(costs: Costs) -> str:
+    """The total against the budget: within, over, or not known while lines are missing."""
+    budget = f"the budget of USD {_number(costs.budget_usd_per_month or 0)}"
+    if costs.within_budget is None:
+        missing = sum(c.usd_per_month is None for c in costs.lines)
+        return f"{missing} of {len(costs.lines)} lines not estimated, so not held against {budget}"
+    return f"{'within' if costs.within_budget else 'over'} {budget}"
 
 
 # ----------------------------------------------------------------------------- schemas
@@ -285,10 +293,14 @@ def empty_costs(lines: Sequence[str]) -> list[CostLine]:
 
 def total(lines: Sequence[CostLine], budget: float | None) -> dict[str, Any]:
     """The cost lines, their sum (of the lines with a figure) and the verdict on the budget:
-    computed here, never by the model."""
+    computed here, never by the model. Within the budget only when every line has a figure
+    (12-06: one line of USD 4 was "within the budget"); over it as soon as the lines with
+    one are."""
     figures = [c.usd_per_month for c in lines if c.usd_per_month is not None]
     summed = round(sum(figures), 2) if figures else None
     within = None if summed is None or budget is None else summed <= budget
+    if within and len(figures) < len(lines):
+        within = None
     return {
         "lines": [c.model_dump() for c in lines],
         "total_usd_per_month": summed,

@@ -4,6 +4,7 @@ nothing usable says so instead of staying silently empty."""
 from __future__ import annotations
 
 from ima.meeting.design.document import Component, Design
+from ima.meeting.design.parts import budget_verdict
 
 __all__ = ["MISSING", "render_design"]
 
@@ -56,10 +57,9 @@ def _estimates(design: Design) -> str:
         rows.append(f"| **Total** | **{_number(costs.total_usd_per_month)}** | sum of the lines |")
         parts.append("\n".join(rows))
         if costs.budget_usd_per_month is not None and costs.total_usd_per_month is not None:
-            verdict = "within" if costs.within_budget else "over"
             parts.append(
-                f"The total of USD {_number(costs.total_usd_per_month)} a month is {verdict} "
-                f"the budget of USD {_number(costs.budget_usd_per_month)}."
+                f"The total of USD {_number(costs.total_usd_per_month)} a month: "
+                f"{budget_verdict(costs)}."
             )
     return "\n\n".join(parts) or MISSING
 
