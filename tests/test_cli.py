@@ -144,6 +144,14 @@ def test_malformed_and_inconsistent_task_files(cli, tmp_path):
 
     code, _, err = cli("run", "--task", bad_task(tmp_path, no_description), "--model", "scripted")
     assert code == 2 and "description" in err
+
+    def unknown_cost_line(d):
+        d["design"]["estimates"][0]["cost_line"] = "Storage costs"
+
+    code, _, err = cli(
+        "run", "--task", bad_task(tmp_path, unknown_cost_line), "--model", "scripted"
+    )
+    assert code == 2 and "cost_line 'Storage costs' is not a cost line" in err
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").glob("*/run.json"))
 
 

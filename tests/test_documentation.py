@@ -114,17 +114,9 @@ ESTIMATES = answer(
         }
     )
 )
-COSTS = answer(
-    json.dumps(
-        {
-            "Storage": {"usd": 9200, "derivation": "400 TB x 23 USD per TB"},
-            "Compute": {"usd": 4500, "derivation": "9000 vCPU-hours x 0.5 USD per vCPU-hour"},
-            "GPU training": {"usd": 3200, "derivation": "800 GPU-hours x 4 USD per GPU-hour"},
-            "Network": {"usd": 800, "derivation": "400 TB x 2 USD per TB"},
-        }
-    )
-)
-FIGURES = [ESTIMATES] * 4 + [COSTS] * 4  # a call per estimate, then per cost line
+# A unit price per cost line, in the task's order: Storage, Compute, GPU training, Network.
+PRICES = [answer(json.dumps({"price": usd})) for usd in (23, 0.5, 4, 2)]
+FIGURES = [ESTIMATES] * 4 + PRICES  # a call per estimate, then a price per cost line
 PLAN = answer(
     json.dumps(
         {
@@ -181,7 +173,7 @@ def test_a_design_compiled_part_by_part_is_one_structure_in_both_files(task):
     assert [r.id for r in design.requirements] == [r.id for r in task.requirements]
     assert all(r.status == "met" for r in design.requirements)
     assert next(r for r in design.requirements if r.id == "R10").met_by == "costs"
-    # 8 components, 11 requirements, estimates, costs, plan, summary
+    # 8 components, 11 requirements, estimates, prices, plan, summary
     assert len(prompts) == 29 and update["usage"]["DJE"]["documentation"]["calls"] == 29
     assert "Use AWS Batch for the nightly jobs" in prompts[0]  # the owner's memory
     assert "| R5: Faces and licence plates" in final["markdown"]
@@ -221,7 +213,7 @@ def test_without_estimates_no_cost_is_asked_and_a_partial_total_is_not_within_bu
     none = answer(json.dumps({"storage": {"value": 1, "derivation": "TB per month"}}))
     update, prompts = document(task, calls(task, tail=[none] * 8 + [PLAN, SUMMARY]))
     design = Design.model_validate(update["final"]["spec"])
-    assert not any("## Part: monthly cost" in p for p in prompts)
+    assert not any("## Part: unit price" in p for p in prompts)
     assert [c.usd_per_month for c in design.costs.lines] == [None] * 4
     lines = [CostLine(label="Storage", usd_per_month=4), CostLine(label="Compute")]
     partial = Costs.model_validate(parts.total(lines, 45_000))
@@ -261,16 +253,51 @@ def test_a_step_cut_at_its_length_loses_its_unfinished_phrase(task):
     assert first.endswith("Amazon CloudWatch Logs")
 
 
-def test_a_monthly_cost_shows_its_price(task):
-    """A cost derived from quantities alone (as the default meeting's 12-06 replay wrote:
-    "1000 GB/h x 200 h/day") is asked about again, then left missing."""
-    no_price = {"usd": 200_000, "derivation": "1000 GB/h x 200 h/day"}
-    costs = answer(json.dumps({**json.loads(COSTS.content), "Compute": no_price}))
-    tail = [*[ESTIMATES] * 4, COSTS, costs, costs, COSTS, COSTS, PLAN, SUMMARY]  # Compute twice
-    update, prompts = document(task, calls(task, tail=tail))
-    assert any('"Compute" derivation must show a price in USD' in p for p in prompts)
+def test_texts_cut_at_their_length_end_at_a_whole_clause_or_phrase():
+    """What 12-07's default meeting printed: pros stopped mid-word by the schema's length, a
+    reason ending in a comma, a summary that stopped mid-sentence."""
+    cut = [
+        "It allows for easy management of data across multiple regions and provides fine-",
+        "It allows for easy collaboration between different teams to work together on the",
+        "SageMaker Training provides a robust framework for training machine learning onH",
+    ]
+    assert [parts.whole_clauses(c, parts.ITEM_CHARS) for c in cut] == [
+        "It allows for easy management of data across multiple regions",
+        "It allows for easy collaboration between different teams to work together",
+        "SageMaker Training provides a robust framework",
+    ]
+    assert (
+        parts.whole_clauses("It scales without losing data,", 160)
+        == "It scales without losing data"
+    )
+    summary = (
+        "This pipeline blurs faces before any person sees the data. It uses AWS DataSync for "
+        "vehicle upload, while DVC on Amazon S3 for dataset and labelling storage and"
+    )
+    assert parts.whole_sentences(summary, parts.SUMMARY_CHARS) == (
+        "This pipeline blurs faces before any person sees the data."
+    )
+
+
+def test_a_monthly_cost_is_its_estimate_at_a_unit_price(task):
+    """12-07's default meeting priced storage it had not estimated ("1 TB x 45 USD per TB",
+    printed as USD 45,000): a cost line is now its estimate times the unit price the model
+    gives, computed here; a line whose estimate is missing is not asked about, and a price
+    that is not a positive number is asked for again, then left missing."""
+    gpu_missing = {**json.loads(ESTIMATES.content), "gpu": {"value": 1, "derivation": "TB"}}
+    estimates = answer(json.dumps(gpu_missing))
+    free = answer(json.dumps({"price": 0}))
+    tail = [ESTIMATES, estimates, estimates, ESTIMATES, ESTIMATES, PRICES[0], free, free]
+    update, prompts = document(task, calls(task, tail=[*tail, PRICES[3], PLAN, SUMMARY]))
+    priced = [p for p in prompts if "## Part: unit price" in p]
+    assert sum('"price" needs a positive number' in p for p in prompts) == 1
+    assert "in USD per TB per month" in priced[0] and "- Storage held: 400 TB" in priced[0]
+    assert not any('"GPU training" cost line' in p for p in prompts)
     lines = Design.model_validate(update["final"]["spec"]).costs.lines
-    assert [line.usd_per_month for line in lines] == [9200, None, 3200, 800]
+    assert [line.usd_per_month for line in lines] == [9200, None, None, 800]
+    assert lines[0].derivation == "400 TB x 23 USD per TB per month = 9,200"
+    assert lines[3].derivation == "400 TB per month x 2 USD per TB = 800"
+    assert parts.price_unit("GPU-hours per month") == "USD per GPU-hour"
 
 
 def test_a_component_that_cannot_be_used_is_asked_again_then_left_open(task):
@@ -347,15 +374,11 @@ def test_every_derivation_the_schema_allows_is_arithmetic_the_checker_reads(deri
     assert compute_derivation(derivation) is not None
 
 
-def test_derivations_and_costs_of_12_06_are_outside_the_schemas_patterns():
-    arithmetic, priced = (f"^{p}$" for p in (parts.ARITHMETIC, parts.PRICED))
+def test_derivations_of_12_06_are_outside_the_schemas_pattern():
+    arithmetic = f"^{parts.ARITHMETIC}$"
     for written in ("TB per month", "multiply by 30 days", "45000/365*100", "100000"):
         assert not re.fullmatch(arithmetic, written)
     assert re.fullmatch(arithmetic, "12 TB/day x 30 days + 40 TB")
-    for written in ("USD 45,000 per month", "$45,000 per month", "120000*USD"):
-        assert not re.fullmatch(priced, written)
-    assert re.fullmatch(priced, "360 TB x 23 USD per TB")
-    assert compute_derivation("360 TB x 23 USD per TB") == 8280
 
 
 def test_a_plan_step_is_held_to_an_action_without_the_prompts_placeholder():

@@ -260,7 +260,7 @@ class ScriptedChatModel(BaseChatModel):
     def _design_part(self, ask: str, retried: bool) -> str:
         """The part of the design the prompt asks for (on a retry, the question before it),
         as the JSON object it describes: a component (its requirements read from the
-        prompt), the estimates or cost lines it lists, the plan of the components it lists,
+        prompt), the estimates it lists, a unit price, the plan of the components it lists,
         or the summary."""
         rng = self._rng(ask)
         if part := re.search(r"^## Part \d+: (.+)$", ask, re.M):
@@ -287,10 +287,8 @@ class ScriptedChatModel(BaseChatModel):
         if "## Part: resource estimates" in ask:
             asked = re.findall(r'^- "(\w+)" \(([^)]+)\)', ask, re.M)  # each id and its unit
             return json.dumps({i: {"value": 12, "derivation": f"3 x 4 {u} = 12"} for i, u in asked})
-        if "## Part: monthly cost" in ask:
-            lines = re.findall(r"^- ([^:\n]+)$", _between(ask, "## Part: monthly cost"), re.M)
-            usd = {"usd": 1000, "derivation": "10 TB x 100 USD per TB = 1000"}
-            return json.dumps({line.strip(): usd for line in lines})
+        if "## Part: unit price" in ask:
+            return json.dumps({"price": 2})
         components = re.findall(r"^- ([^:\n]+): (.+)$", _between(ask, "The components"), re.M)
         if "## Part: high-level plan" in ask:
             steps = [f"Set up the {c.lower()} on {t}" for c, t in components] or [

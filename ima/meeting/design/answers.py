@@ -4,10 +4,10 @@ which the model is shown on the retry; what still cannot be used stays open.
 A component's technology must be one of the task's candidates (or a product's name, when
 the task lists none) and its justification its own, not another component's; a sentence on
 how a requirement is met must be the design's own words; an estimate must show how its
-number follows from others, and one that disagrees with its own arithmetic is asked about
-once, then takes the arithmetic's result, and a monthly cost shows its price; a plan's step
-opens with an action's verb. A web address, the question repeated or another script than the brief's is asked about
-again. A figure the brief's limits contradict is asked about once, then listed in the
+number follows from others, in arithmetic whose units give the estimate's, and takes that
+arithmetic's result; a unit price is a positive number; a plan's step opens with an
+action's verb. A web address, the question repeated or another script than the brief's is
+asked about again. A figure the brief's limits contradict is asked about once, then listed in the
 design's checks.
 """
 
@@ -27,7 +27,7 @@ from ima.meeting.design.checks import (
     junk_reason,
 )
 from ima.meeting.design.dimensions import dimension_problem
-from ima.meeting.design.document import Component, CostLine, Estimate
+from ima.meeting.design.document import Component, Estimate
 from ima.meeting.design.parts import (
     ITEM_CHARS,
     MIN_STEPS,
@@ -38,6 +38,7 @@ from ima.meeting.design.parts import (
     how_chars,
     whole_clauses,
     whole_phrase,
+    whole_sentences,
 )
 from ima.models.structured import AnswerError, extract_json
 from ima.tasks import ComponentSlot, EstimateSlot, Task
@@ -62,12 +63,10 @@ COPIED = 0.5
 # A component's reason with half its word 4-grams in an earlier component's repeats it.
 REPEAT_NGRAM = 4
 # An estimate off its own derivation by more than this (after a change of unit by powers of
-# 1,000) is asked about once, then takes the derivation's result.
+# 1,000) takes the derivation's result.
 TOLERANCE = 0.05
 # The plan prompt's placeholder, copied: "Set up the vehicle upload on X before ...".
 _PLACEHOLDER = re.compile(r"\s*(?:\b(?:before|after|so that|then)\s*)?(?:\.{3,}|…)[.\s]*$", re.I)
-# A monthly cost is a quantity at a price: its derivation names the currency.
-_PRICE = re.compile(r"USD|US\$|\$", re.I)
 # A plan step builds the pipeline: the agents who designed it are no part of it.
 _AGENTS = re.compile(r"\bagents?\b", re.I)
 # A link is not an explanation (and a small model's links are made up).
@@ -222,22 +221,24 @@ class Checker:
             )
 
         units = {slot.id: slot.unit for slot in slots}
-        return self._figures_parser(units, "value", estimate)
+        return self._figures_parser(units, estimate)
 
-    def costs_parser(
-        self, lines: Sequence[str]
-    ) -> Callable[[str], tuple[list[CostLine], list[str]]]:
-        def cost(name: str, value: float | None, derivation: str) -> CostLine:
-            return CostLine(label=name, usd_per_month=value, derivation=derivation)
+    def price_parser(self) -> Callable[[str], float]:
+        """A unit price in USD: a positive number (the cost line is computed from it)."""
 
-        return self._figures_parser(dict.fromkeys(lines, "USD"), "usd", cost)
+        def parse(text: str) -> float:
+            price = _object_of(text).get("price")
+            if not isinstance(price, int | float) or isinstance(price, bool) or price <= 0:
+                raise AnswerError('"price" needs a positive number of USD')
+            return float(price)
+
+        return parse
 
     def _figures_parser(
-        self, units: dict[str, str], key: str, make: Callable[[str, float | None, str], Any]
+        self, units: dict[str, str], make: Callable[[str, float | None, str], Any]
     ) -> Callable[[str], tuple[list[Any], list[str]]]:
-        """The parser of a part made of named figures (estimates, cost lines, by name with
-        their units): each one checked by `_figure`, and the names whose value was
-        recomputed."""
+        """The parser of a part made of named figures (estimates, by name with their units):
+        each one checked by `_figure`, and the names whose value was recomputed."""
         last = self._attempts()
 
         def parse(text: str) -> tuple[list[Any], list[str]]:
@@ -245,7 +246,7 @@ class Checker:
             data = _object_of(text)
             made, recomputed = [], []
             for name, unit in units.items():
-                value, derivation, changed = self._figure(data.get(name), name, unit, final, key)
+                value, derivation, changed = self._figure(data.get(name), name, unit, final)
                 if changed:
                     recomputed.append(name)
                 made.append(make(name, value, derivation))
@@ -254,14 +255,13 @@ class Checker:
         return parse
 
     def _figure(
-        self, entry: Any, name: str, unit: str, final: bool, key: str = "value"
+        self, entry: Any, name: str, unit: str, final: bool
     ) -> tuple[float | None, str, bool]:
         """(value, derivation, recomputed) of one estimate in `unit`; AnswerError on a first
         answer that lacks a positive number, or a readable derivation whose units give the
-        estimate's (a monthly cost's derivation may leave the month out). A value its
-        derivation does not give takes the derivation's result."""
+        estimate's. A value its derivation does not give takes the derivation's result."""
         entry = entry if isinstance(entry, dict) else {}
-        value = entry.get(key)
+        value = entry.get("value")
         derivation = " ".join(str(entry.get("derivation") or "").split())
         usable = isinstance(value, int | float) and not isinstance(value, bool) and value > 0
         computed = compute_derivation(derivation)
@@ -269,9 +269,7 @@ class Checker:
         problem = problem or self._problem(f"{name} derivation", derivation, own_words=False)
         if not problem and computed is None:  # 12-06: "TB per month", "120000*USD"
             problem = f'"{name}" derivation must be arithmetic on numbers that gives it'
-        if not problem and key == "usd" and not _PRICE.search(derivation):
-            problem = f'"{name}" derivation must show a price in USD (a quantity x its price)'
-        if not problem and (wrong := dimension_problem(derivation, unit, monthly=key == "usd")):
+        if not problem and (wrong := dimension_problem(derivation, unit)):
             problem = f'"{name}" derivation does not give {unit}: {wrong}'
         if problem:
             if not final:
@@ -319,7 +317,7 @@ class Checker:
 
         def parse(text: str) -> str:
             summary = " ".join(str(_object_of(text).get("summary") or "").split())
-            summary = whole_clauses(summary, SUMMARY_CHARS)
+            summary = whole_sentences(summary, SUMMARY_CHARS)
             if problem := self._problem("summary", summary):
                 raise AnswerError(problem)
             if proposal and copied_share(summary, [proposal]) >= COPIED:

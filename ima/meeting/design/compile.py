@@ -3,7 +3,8 @@ proposal the meeting accepted and every agent's memory, never from votes, flags 
 facilitator's instructions.
 
 Each part is one small structured call a small model can fill (`ima.meeting.design.parts`): one per
-component, then the estimates, the monthly costs, the plan and the summary. Every answer is
+component, then the estimates, a unit price per monthly cost line (the code multiplies it by
+the line's estimate), the plan and the summary. Every answer is
 checked (`ima.meeting.design.checks`); a bad one is asked for once more with its problem named, and
 what is still unusable stays open or missing without giving up the other parts. All calls
 open with the same system message and, but for the sentences on how a requirement is met,
@@ -28,9 +29,16 @@ from ima.core.tokens import count_tokens
 from ima.meeting.design import parts
 from ima.meeting.design.answers import ACTION_VERBS, Checker
 from ima.meeting.design.checks import figure_conflicts, junk_reason, unit_errors
-from ima.meeting.design.document import Component, Conflict, Costs, Design, RequirementRow
+from ima.meeting.design.document import (
+    Component,
+    Conflict,
+    CostLine,
+    Costs,
+    Design,
+    RequirementRow,
+)
 from ima.models.structured import Outcome, ask_structured, prompt_parts
-from ima.tasks import Task
+from ima.tasks import DesignPlan, Task
 
 __all__ = ["Compiled", "accepted_proposal", "compile_design"]
 
@@ -249,28 +257,13 @@ def compile_design(
         )
         for slot in plan.estimates
     ]
-    if plan.cost_lines and any(e.value is not None for e in design.estimates):
-        # priced from the estimates: without one, a cost line's quantity would be made up
-        estimates = parts.estimate_summary(design.estimates)
+    components = parts.component_lines(design.components)
+    if plan.cost_lines:
         lines = [
-            asker.figures(
-                "costs",
-                f"cost:{line}",
-                parts.costs_schema([line]),
-                checker.costs_parser([line]),
-                parts.empty_costs([line])[0],
-                estimates=estimates,
-                line=f"- {line}",
-            )
-            for line in plan.cost_lines
+            _cost_line(asker, checker, plan, design, line, components) for line in plan.cost_lines
         ]
         design.costs = Costs.model_validate(parts.total(lines, plan.budget))
-    elif plan.cost_lines:
-        design.costs = Costs.model_validate(
-            parts.total(parts.empty_costs(plan.cost_lines), plan.budget)
-        )
 
-    components = parts.component_lines(design.components)
     design.plan = (
         asker.ask(
             "plan",
@@ -297,6 +290,35 @@ def compile_design(
     design.requirements = _requirement_rows(task, hows, design.costs)
     design.conflicts = _conflicts(task, design)
     return compiled
+
+
+def _cost_line(
+    asker: _Asker,
+    checker: Checker,
+    plan: DesignPlan,
+    design: Design,
+    line: str,
+    components: str,
+) -> CostLine:
+    """A monthly cost line: the estimate that names it, times the unit price the model
+    gives for the design's technology. Without that estimate's figure the line stays
+    missing: its quantity would be made up."""
+    slot = next((s for s in plan.estimates if s.cost_line == line), None)
+    estimate = next((e for e in design.estimates if slot and e.id == slot.id), None)
+    if estimate is None or estimate.value is None:
+        return CostLine(label=line)
+    unit = parts.price_unit(estimate.unit)
+    price = asker.ask(
+        "price",
+        f"price:{line}",
+        parts.price_schema(),
+        checker.price_parser(),
+        components=components,
+        line=line,
+        estimate=parts.estimate_summary([estimate]),
+        unit=unit,
+    )
+    return parts.priced_line(line, estimate, price) if price else CostLine(label=line)
 
 
 def _requirement_rows(

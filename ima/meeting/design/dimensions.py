@@ -109,17 +109,16 @@ def _spoken(dimension: Dimension) -> str:
     return f"{up} per {over}" if over else up
 
 
-def dimension_problem(derivation: str, unit: str, *, monthly: bool = False) -> str:
+def dimension_problem(derivation: str, unit: str) -> str:
     """Why `derivation` cannot give a figure in `unit` ("" when it can): the dimension its
-    units give differs from the unit's. A monthly figure (`monthly`, or a unit "per month")
-    may leave the month out or write it: "2 runs x 400 GPU-hours" for GPU-hours per month,
-    "360 TB x 23 USD per TB" for a monthly cost in USD."""
+    units give differs from the unit's. A monthly figure (a unit "per month") may leave the
+    month out or write it: "2 runs x 400 GPU-hours" for GPU-hours per month."""
     found = derivation_dimension(derivation)
     if found is None:
         return "its sum adds figures of different units"
     wanted = dimension_of(unit)
     accepted = [wanted]
-    if monthly or "month" in unit.lower():
+    if "month" in unit.lower():
         step = 1 if wanted["time"] < 0 else -1
         accepted.append(_clean(Counter({**wanted, "time": wanted["time"] + step})))
     if found in accepted:

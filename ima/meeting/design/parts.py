@@ -15,12 +15,13 @@ from ima.tasks import ComponentSlot, EstimateSlot, Task
 
 __all__ = [
     "component_schema",
-    "costs_schema",
     "estimates_schema",
     "given_texts",
     "how_schema",
     "output_cap",
     "plan_schema",
+    "price_schema",
+    "priced_line",
     "summary_schema",
 ]
 
@@ -57,16 +58,34 @@ def whole_phrase(step: str, limit: int) -> str:
     return step
 
 
+# Where a sentence cut at its length may end: a clause, else a phrase (the last one).
+_CLAUSE_MARKS = (". ", "; ", ", ")
+_PHRASE_MARKS = (" and ", " or ", " with ", " for ", " to ", " that ", " which ", " on ", " in ")
+
+
 def whole_clauses(text: str, limit: int) -> str:
     """`text` as written, or, when it reached `limit` characters (the model was cut off
-    mid-sentence), up to its last complete clause."""
+    mid-sentence), up to its last complete clause, else its last complete phrase ("...
+    framework for training machine learning onH" ends at "framework"; 12-07). A dangling
+    comma or colon goes."""
     text = text.strip()
     if len(text) < limit - 1:
-        return text
-    for mark in (". ", "; ", ", "):
-        head = text.rsplit(mark, 1)[0]
-        if head != text and len(head) >= limit // 3:
-            return head.strip(" ,;")
+        return text.rstrip(" ,;:-")
+    for marks in (_CLAUSE_MARKS, _PHRASE_MARKS):
+        cut = max(text.rfind(mark) for mark in marks)
+        if cut >= limit // 3:
+            return text[:cut].strip(" ,;:-")
+    return text.rstrip(" ,;:-")
+
+
+def whole_sentences(text: str, limit: int) -> str:
+    """`text` up to its last full stop when it does not end with one (12-07: a summary
+    stopped at "... for dataset and labelling storage and anonymisation"), else cut as
+    `whole_clauses` does."""
+    text = whole_clauses(text, limit)
+    end = max(text.rfind(mark) for mark in (". ", "! ", "? "))
+    if text[-1:] not in ".!?" and end >= len(text) // 3:
+        return text[: end + 1]
     return text
 
 
@@ -176,6 +195,28 @@ def estimate_summary(estimates: Sequence[Estimate]) -> str:
     return "\n".join(lines) or "- (no estimate could be made)"
 
 
+def price_unit(unit: str) -> str:
+    """What a quantity in `unit` is priced in: a monthly quantity per unit ("GPU-hours per
+    month" at USD per GPU-hour), a quantity held at any time per unit and month (TB at USD
+    per TB per month)."""
+    monthly = unit.removesuffix(" per month")
+    single = monthly.removesuffix("s") if monthly.endswith("hours") else monthly
+    return f"USD per {single}" if monthly != unit else f"USD per {single} per month"
+
+
+def priced_line(label: str, estimate: Estimate, price: float) -> CostLine:
+    """A monthly cost line: the estimate times its unit price, computed here (the 0.5B model
+    wrote "1 TB x 45 USD per TB" for storage it had not estimated; 12-07)."""
+    if estimate.value is None:
+        raise ValueError(f"{estimate.label} has no value to price")
+    usd = round(estimate.value * price, 2)
+    derivation = (
+        f"{_number(estimate.value)} {estimate.unit} x {price:g} {price_unit(estimate.unit)}"
+        f" = {_number(usd)}"
+    )
+    return CostLine(label=label, usd_per_month=usd, derivation=derivation)
+
+
 def component_lines(components: Sequence[Component]) -> str:
     return "\n".join(
         f"- {c.title}: {c.name} ({c.technology})" for c in components if c.status == "written"
@@ -235,7 +276,6 @@ def _literal(text: str) -> str:
 _NUMBER = r"[0-9][0-9,]{0,9}(\.[0-9]{1,3})?"
 _TERM = _NUMBER + r"( [A-Za-z%][A-Za-z/%-]{0,15}){0,3}"
 ARITHMETIC = rf"{_TERM}( [x*/+] {_TERM}){{1,3}}"  # 12-06: chains of every figure; 4 terms
-PRICED = rf"{_TERM}( [x*/+] {_TERM}){{0,2}} x {_NUMBER} USD per [A-Za-z/-]{{1,16}}"
 
 
 def how_chars(technology: str) -> int:
@@ -258,9 +298,8 @@ def estimates_schema(slots: Sequence[EstimateSlot]) -> dict[str, Any]:
     return {"title": "estimates", **_object({s.id: entry for s in slots})}
 
 
-def costs_schema(lines: Sequence[str]) -> dict[str, Any]:
-    entry = _object({"usd": {"type": "number"}, "derivation": _pattern(PRICED, 100)})
-    return {"title": "costs", **_object({line: entry for line in lines})}
+def price_schema() -> dict[str, Any]:
+    return {"title": "price", **_object({"price": {"type": "number"}})}
 
 
 def plan_schema(verbs: Sequence[str]) -> dict[str, Any]:
