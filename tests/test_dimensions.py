@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ima.meeting.design.dimensions import dimension_problem
+from ima.meeting.design.dimensions import assumed_answer, dimension_problem
 
 GOOD = [
     ("12 TB/day x 30 days + 40 TB", "TB"),
@@ -43,3 +43,26 @@ def test_arithmetic_whose_units_do_not_is_named(derivation, unit):
 def test_the_problem_says_what_the_units_give():
     problem = dimension_problem("1 TB per month x 10000 TB/month", "TB per month")
     assert problem == "its units give data^2 per time^2, not TB per month"
+
+
+BRIEF = {400.0, 12.0, 30.0, 2.0, 80.0}  # numbers of a brief: 400 GPU-hours a run, 12 TB/day
+
+
+@pytest.mark.parametrize(
+    ("derivation", "unit", "assumed"),
+    [
+        ("100 GPU-hours a month x 2 weeks", "GPU-hours per month", "100 GPU-hours a month"),
+        ("2 runs x 400 GPU-hours", "GPU-hours per month", ""),  # the brief's figure, scaled
+        ("500 TB a month x 2", "TB per month", "500 TB a month"),
+        ("300 vCPU x 30 h", "vCPU-hours per month", ""),  # a machine count: an assumption
+        ("12 TB/day x 30 days", "TB per month", ""),
+        ("12 TB/day x 30 days + 40 TB", "TB", ""),  # a share added on its own
+        ("360 TB / 2", "TB", "360 TB"),
+    ],
+)
+def test_a_factor_that_is_already_the_answer_must_be_a_figure_of_the_brief(
+    derivation, unit, assumed
+):
+    """12-07's default meeting: "100 GPU-hours a month x 2 weeks" for the GPU-hours a month,
+    where the brief has 400 GPU-hours a run: the answer made up, then scaled."""
+    assert assumed_answer(derivation, unit, BRIEF) == assumed

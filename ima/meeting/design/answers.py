@@ -4,8 +4,8 @@ which the model is shown on the retry; what still cannot be used stays open.
 A component's technology must be one of the task's candidates (or a product's name, when
 the task lists none) and its justification its own, not another component's; a sentence on
 how a requirement is met must be the design's own words; an estimate must show how its
-number follows from others, in arithmetic whose units give the estimate's, and takes that
-arithmetic's result; a unit price is a positive number; a plan's step opens with an
+number follows from the brief's figures, in arithmetic whose units give the estimate's
+(none of its factors the answer itself, made up), and takes that arithmetic's result; a unit price is a positive number; a plan's step opens with an
 action's verb. A web address, the question repeated or another script than the brief's is
 asked about again. A figure the brief's limits contradict is asked about once, then listed in the
 design's checks.
@@ -26,7 +26,7 @@ from ima.meeting.design.checks import (
     figure_conflicts,
     junk_reason,
 )
-from ima.meeting.design.dimensions import dimension_problem
+from ima.meeting.design.dimensions import assumed_answer, dimension_problem
 from ima.meeting.design.document import Component, Estimate
 from ima.meeting.design.parts import (
     ITEM_CHARS,
@@ -71,6 +71,7 @@ _PLACEHOLDER = re.compile(r"\s*(?:\b(?:before|after|so that|then)\s*)?(?:\.{3,}|
 _AGENTS = re.compile(r"\bagents?\b", re.I)
 # A link is not an explanation (and a small model's links are made up).
 _WEB_ADDRESS = re.compile(r"https?://|www\.|\b[\w-]+\.(?:com|org|io|net)/", re.I)
+_BRIEF_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 # Words that name no product: a technology made only of them ("Cloud-based platform",
 # "EU Cloud Service") says nothing a reader could build on.
 _GENERIC = frozenset(
@@ -93,6 +94,7 @@ class Checker:
         self.instructions = list(instructions)
         self.sources = given_texts(task, brief)
         self.scripts = scripts_of(brief)
+        self.given = {float(n.replace(",", "")) for n in _BRIEF_NUMBER.findall(brief)}
         self.agents = {r.id.lower() for r in task.roles} | {r.name.lower() for r in task.roles}
         self.agent_stems = {" ".join(w[:5] for w in words(r.name)) for r in task.roles}
         self.whys: list[str] = []  # the components' reasons so far: each gives its own
@@ -271,6 +273,10 @@ class Checker:
             problem = f'"{name}" derivation must be arithmetic on numbers that gives it'
         if not problem and (wrong := dimension_problem(derivation, unit)):
             problem = f'"{name}" derivation does not give {unit}: {wrong}'
+        if not problem and (assumed := assumed_answer(derivation, unit, self.given)):
+            problem = (
+                f'"{name}" derivation assumes its answer: "{assumed}" is no figure of the brief'
+            )
         if problem:
             if not final:
                 raise AnswerError(problem)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-__all__ = ["derivation_dimension", "dimension_of", "dimension_problem"]
+__all__ = ["assumed_answer", "derivation_dimension", "dimension_of", "dimension_problem"]
 
 Dimension = Counter  # base dimension -> exponent ("data": 1, "time": -1 for TB/day)
 
@@ -73,12 +73,16 @@ def dimension_of(unit: str) -> Dimension:
     return _clean(dimension)
 
 
+def _terms(derivation: str) -> tuple[list[str], list[str]]:
+    """The terms of `derivation` (left of any "=") and the operators between them."""
+    pieces = _OPERATOR.split(derivation.split("=", 1)[0].strip())
+    return pieces[::2], [op.lower() for op in pieces[1::2]]
+
+
 def derivation_dimension(derivation: str) -> Dimension | None:
     """The dimension of what `derivation` computes (left of any "="), or None when its sum
     adds terms of different dimensions."""
-    left = derivation.split("=", 1)[0]
-    pieces = _OPERATOR.split(left.strip())
-    terms, operators = pieces[::2], [op.lower() for op in pieces[1::2]]
+    terms, operators = _terms(derivation)
     total: Dimension | None = None
     product = dimension_of(_NUMBER.sub("", terms[0]))
     for operator, term in zip(operators, terms[1:], strict=True):
@@ -109,6 +113,43 @@ def _spoken(dimension: Dimension) -> str:
     return f"{up} per {over}" if over else up
 
 
+def _accepted(unit: str) -> list[Dimension]:
+    """The dimensions a figure in `unit` may be derived in: a monthly figure (a unit "per
+    month") may leave the month out."""
+    wanted = dimension_of(unit)
+    accepted = [wanted]
+    if "month" in unit.lower():
+        step = 1 if wanted["time"] < 0 else -1
+        accepted.append(_clean(Counter({**wanted, "time": wanted["time"] + step})))
+    return accepted
+
+
+def assumed_answer(derivation: str, unit: str, given: set[float]) -> str:
+    """A factor of a product in `derivation` written in `unit` itself that is no figure of
+    `given` (the brief's numbers), or "": the answer assumed, then scaled (12-07: "100
+    GPU-hours a month x 2 weeks" for the GPU-hours a month; the brief has 400 GPU-hours a
+    run). A term added on its own ("+ 40 TB") is the design's own share, and a factor in
+    other words ("300 vCPU", a rate of the same dimension) an assumption of its own."""
+    terms, operators = _terms(derivation)
+    multiplied = {i for i, op in enumerate(operators) if op != "+"}
+    multiplied |= {i + 1 for i in multiplied}
+    wanted = _words(unit)
+    for i in sorted(multiplied):
+        term = terms[i].strip()
+        number = _NUMBER.match(term)
+        if number is None or not wanted <= _words(_NUMBER.sub("", term)):
+            continue
+        if float(number.group(0).replace(",", "")) not in given:
+            return term
+    return ""
+
+
+def _words(unit: str) -> set[str]:
+    """A unit's words, singular and without "per" ("GPU-hours a month": gpu-hour, month)."""
+    found = unit.lower().replace("/", " ").split()
+    return {w.removesuffix("s") for w in found if w not in _PER}
+
+
 def dimension_problem(derivation: str, unit: str) -> str:
     """Why `derivation` cannot give a figure in `unit` ("" when it can): the dimension its
     units give differs from the unit's. A monthly figure (a unit "per month") may leave the
@@ -116,11 +157,6 @@ def dimension_problem(derivation: str, unit: str) -> str:
     found = derivation_dimension(derivation)
     if found is None:
         return "its sum adds figures of different units"
-    wanted = dimension_of(unit)
-    accepted = [wanted]
-    if "month" in unit.lower():
-        step = 1 if wanted["time"] < 0 else -1
-        accepted.append(_clean(Counter({**wanted, "time": wanted["time"] + step})))
-    if found in accepted:
+    if found in _accepted(unit):
         return ""
     return f"its units give {_spoken(found)}, not {unit}"
