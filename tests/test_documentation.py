@@ -115,7 +115,7 @@ ESTIMATES = answer(
     )
 )
 # A unit price per cost line, in the task's order: Storage, Compute, GPU training, Network.
-PRICES = [answer(json.dumps({"price": usd})) for usd in (23, 0.5, 4, 2)]
+PRICES = [answer(json.dumps({"price": usd})) for usd in (23, "0.5", 4, "2")]  # as the pattern
 FIGURES = [ESTIMATES] * 4 + PRICES  # a call per estimate, then a price per cost line
 PLAN = answer(
     json.dumps(
@@ -298,6 +298,8 @@ def test_a_monthly_cost_is_its_estimate_at_a_unit_price(task):
     assert lines[0].derivation == "400 TB x 23 USD per TB per month = 9,200"
     assert lines[3].derivation == "400 TB per month x 2 USD per TB = 800"
     assert parts.price_unit("GPU-hours per month") == "USD per GPU-hour"
+    pattern = parts.price_schema()["properties"]["price"]["pattern"]
+    assert re.fullmatch(pattern, "12.5") and not re.fullmatch(pattern, "200.000000000")
 
 
 def test_a_component_that_cannot_be_used_is_asked_again_then_left_open(task):

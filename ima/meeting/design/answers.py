@@ -226,10 +226,13 @@ class Checker:
         return self._figures_parser(units, estimate)
 
     def price_parser(self) -> Callable[[str], float]:
-        """A unit price in USD: a positive number (the cost line is computed from it)."""
+        """A unit price in USD: a positive number, or its digits in a string (the schema's
+        pattern); the cost line is computed from it."""
 
         def parse(text: str) -> float:
             price = _object_of(text).get("price")
+            if isinstance(price, str) and re.fullmatch(r"\d+(?:\.\d+)?", price.strip()):
+                price = float(price)
             if not isinstance(price, int | float) or isinstance(price, bool) or price <= 0:
                 raise AnswerError('"price" needs a positive number of USD')
             return float(price)

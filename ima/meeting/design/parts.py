@@ -61,21 +61,22 @@ def whole_phrase(step: str, limit: int) -> str:
 # Where a sentence cut at its length may end: a clause, else a phrase (the last one).
 _CLAUSE_MARKS = (". ", "; ", ", ")
 _PHRASE_MARKS = (" and ", " or ", " with ", " for ", " to ", " that ", " which ", " on ", " in ")
+_DANGLING = re.compile(r"(?:[\s,;:-]+(?:(?:and|or|with|for|to|that|which|on|in|the|of|a)\b)?)+$")
 
 
 def whole_clauses(text: str, limit: int) -> str:
     """`text` as written, or, when it reached `limit` characters (the model was cut off
     mid-sentence), up to its last complete clause, else its last complete phrase ("...
     framework for training machine learning onH" ends at "framework"; 12-07). A dangling
-    comma or colon goes."""
+    comma or joining word goes ("... across multiple regions; and")."""
     text = text.strip()
     if len(text) < limit - 1:
-        return text.rstrip(" ,;:-")
+        return _DANGLING.sub("", text)
     for marks in (_CLAUSE_MARKS, _PHRASE_MARKS):
         cut = max(text.rfind(mark) for mark in marks)
         if cut >= limit // 3:
-            return text[:cut].strip(" ,;:-")
-    return text.rstrip(" ,;:-")
+            return _DANGLING.sub("", text[:cut])
+    return _DANGLING.sub("", text)
 
 
 def whole_sentences(text: str, limit: int) -> str:
@@ -299,7 +300,9 @@ def estimates_schema(slots: Sequence[EstimateSlot]) -> dict[str, Any]:
 
 
 def price_schema() -> dict[str, Any]:
-    return {"title": "price", **_object({"price": {"type": "number"}})}
+    """A unit price as up to five digits and two decimals: as a JSON number, the 0.5B model
+    wrote "200.000000000..." until its output cap (12-07)."""
+    return {"title": "price", **_object({"price": _pattern(r"[0-9]{1,5}(\.[0-9]{1,2})?", 8)})}
 
 
 def plan_schema(verbs: Sequence[str]) -> dict[str, Any]:
