@@ -2,10 +2,10 @@
 proposal the meeting accepted and every agent's memory, never from votes, flags or the
 facilitator's instructions.
 
-Each part is one small structured call a small model can fill (`ima.meeting.design.parts`): one per
-component, then the estimates, a unit price per monthly cost line (the code multiplies it by
-the line's estimate), the plan and the summary. Every answer is
-checked (`ima.meeting.design.checks`); a bad one is asked for once more with its problem named, and
+Each part is one small structured call a small model can fill (`ima.meeting.design.parts`):
+one per component, then the estimates, a unit price per monthly cost line (the code
+multiplies it by the line's estimate), the plan and the summary. Every answer is checked
+(`ima.meeting.design.checks`); a bad one is asked for once more with its problem named, and
 what is still unusable stays open or missing without giving up the other parts. All calls
 open with the same system message and, but for the sentences on how a requirement is met,
 the accepted proposal, so a prefix cache evaluates those once; components are asked owner

@@ -329,10 +329,6 @@ def empty_estimates(slots: Sequence[EstimateSlot]) -> list[Estimate]:
     return [Estimate(id=s.id, label=s.label, unit=s.unit) for s in slots]
 
 
-def empty_costs(lines: Sequence[str]) -> list[CostLine]:
-    return [CostLine(label=line) for line in lines]
-
-
 def total(lines: Sequence[CostLine], budget: float | None) -> dict[str, Any]:
     """The cost lines, their sum (of the lines with a figure) and the verdict on the budget:
     computed here, never by the model. Within the budget only when every line has a figure
