@@ -72,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     state = json.loads(args.state.read_text(encoding="utf-8"))
     task = load_task(args.task)
+    stored = (state.get("final") or {}).get("spec") or {}
     settings = RunContext(model=args.model)
     model = Models().agent(settings)
     if args.trace:
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         state,
         model,
         system=task_prompt(task, state["brief"]),
-        ending="all agents accepted",
+        ending=stored.get("ending") or "all agents accepted",  # as the meeting's prompts said
         metadata={"ima_role": task.schedule.finalizer, "ima_kind": "documentation"},
         instructions=instructions,
     )
