@@ -209,6 +209,17 @@ def test_an_estimate_takes_the_result_of_its_derivation(task):
     assert design.plan and design.summary  # every later answer went to its own part
 
 
+def test_an_estimate_that_assumes_its_answer_is_asked_again(task):
+    """12-07's default meeting: "100 GPU-hours a month x 2 weeks"; the brief's "A100" is a
+    name, not a figure of 100."""
+    assumed = {"value": 200, "derivation": "100 GPU-hours a month x 2 weeks"}
+    estimates = answer(json.dumps({**json.loads(ESTIMATES.content), "gpu": assumed}))
+    tail = [ESTIMATES, estimates, estimates, ESTIMATES, ESTIMATES, *PRICES[:2], PRICES[3]]
+    update, prompts = document(task, calls(task, tail=[*tail, PLAN, SUMMARY]))
+    assert any('"100 GPU-hours a month" is no figure of the brief' in p for p in prompts)
+    assert Design.model_validate(update["final"]["spec"]).estimates[1].value is None
+
+
 def test_without_estimates_no_cost_is_asked_and_a_partial_total_is_not_within_budget(task):
     none = answer(json.dumps({"storage": {"value": 1, "derivation": "TB per month"}}))
     update, prompts = document(task, calls(task, tail=[none] * 8 + [PLAN, SUMMARY]))
@@ -299,7 +310,8 @@ def test_a_monthly_cost_is_its_estimate_at_a_unit_price(task):
     assert lines[3].derivation == "400 TB per month x 2 USD per TB = 800"
     assert parts.price_unit("GPU-hours per month") == "USD per GPU-hour"
     pattern = parts.price_schema()["properties"]["price"]["pattern"]
-    assert re.fullmatch(pattern, "12.5") and not re.fullmatch(pattern, "200.000000000")
+    assert re.fullmatch(pattern, "12.5") and re.fullmatch(pattern, "0.048")
+    assert not any(re.fullmatch(pattern, p) for p in ("200.000000000", "45000"))
 
 
 def test_a_component_that_cannot_be_used_is_asked_again_then_left_open(task):

@@ -71,7 +71,8 @@ _PLACEHOLDER = re.compile(r"\s*(?:\b(?:before|after|so that|then)\s*)?(?:\.{3,}|
 _AGENTS = re.compile(r"\bagents?\b", re.I)
 # A link is not an explanation (and a small model's links are made up).
 _WEB_ADDRESS = re.compile(r"https?://|www\.|\b[\w-]+\.(?:com|org|io|net)/", re.I)
-_BRIEF_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+# A figure of the brief: not the digits of a name ("A100" gives no 100; 12-07).
+_BRIEF_NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
 # Words that name no product: a technology made only of them ("Cloud-based platform",
 # "EU Cloud Service") says nothing a reader could build on.
 _GENERIC = frozenset(

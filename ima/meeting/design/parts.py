@@ -300,9 +300,10 @@ def estimates_schema(slots: Sequence[EstimateSlot]) -> dict[str, Any]:
 
 
 def price_schema() -> dict[str, Any]:
-    """A unit price as up to five digits and two decimals: as a JSON number, the 0.5B model
-    wrote "200.000000000..." until its output cap (12-07)."""
-    return {"title": "price", **_object({"price": _pattern(r"[0-9]{1,5}(\.[0-9]{1,2})?", 8)})}
+    """A unit price below USD 1,000 (a TB-month, a GPU-hour or a vCPU-hour costs less), to
+    three decimals: as a JSON number, the 0.5B model wrote "200.000000000..." until its
+    output cap, and then the budget, USD 45,000, as the price of a GPU-hour (12-07)."""
+    return {"title": "price", **_object({"price": _pattern(r"[0-9]{1,3}(\.[0-9]{1,3})?", 7)})}
 
 
 def plan_schema(verbs: Sequence[str]) -> dict[str, Any]:
