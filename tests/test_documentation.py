@@ -302,7 +302,7 @@ def test_a_monthly_cost_is_its_estimate_at_a_unit_price(task):
     update, prompts = document(task, calls(task, tail=[*tail, PRICES[3], PLAN, SUMMARY]))
     priced = [p for p in prompts if "## Part: unit price" in p]
     assert sum('"price" needs a positive number' in p for p in prompts) == 1
-    assert "in USD per TB per month" in priced[0] and "- Storage held: 400 TB" in priced[0]
+    assert "in USD per TB per month" in priced[0] and "- Raw storage held: 400 TB" in priced[0]
     assert not any('"GPU training" cost line' in p for p in prompts)
     lines = Design.model_validate(update["final"]["spec"]).costs.lines
     assert [line.usd_per_month for line in lines] == [9200, None, None, 800]

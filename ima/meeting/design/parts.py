@@ -158,17 +158,16 @@ def _stems(text: str) -> set[str]:
 
 def figure_lines(task: Task, ask: str = "") -> str:
     """The brief's key figures that an estimate of `ask` starts from, one a line: the
-    `FIGURES_SHOWN` sharing most words with it, in the brief's order (every figure when
-    `ask` is empty or shares none). The 0.5B model, shown all 24, multiplied the first four
-    whatever the estimate (12-06)."""
+    `FIGURES_SHOWN` sharing most words with it, the closest first (every figure, in the
+    brief's order, when `ask` is empty or shares none). The 0.5B model, shown all 24,
+    multiplied the first four whatever the estimate (12-06), and still the first two or
+    three of six (12-07)."""
     figures = list(task.key_figures)
     if ask:
         asked = _stems(ask)
         shared = {f.id: len(asked & _stems(f.text)) for f in figures}
         ranked = sorted((f for f in figures if shared[f.id]), key=lambda f: -shared[f.id])
-        if ranked:
-            kept = {f.id for f in ranked[:FIGURES_SHOWN]}
-            figures = [f for f in figures if f.id in kept]
+        figures = ranked[:FIGURES_SHOWN] or figures
     return "\n".join(f"- {f.text}" for f in figures) or "- (see the brief)"
 
 
