@@ -209,6 +209,19 @@ def test_an_estimate_takes_the_result_of_its_derivation(task):
     assert design.plan and design.summary  # every later answer went to its own part
 
 
+def test_a_value_off_its_derivation_by_a_thousand_takes_it_unless_the_units_change(task):
+    """12-07's sweep printed 50,000 vCPU-hours beside "... = 48": a factor of 1,000 is a
+    change of unit only where the derivation measures data in another scale (GB for TB)."""
+    compute = {"value": 50_000, "derivation": "2 vCPU x 24 hours"}
+    storage = {"value": 360, "derivation": "12,000 GB/day x 30 days"}
+    said = {**json.loads(ESTIMATES.content), "compute": compute, "storage": storage}
+    figures = [answer(json.dumps(said))] * 4
+    update, _ = document(task, calls(task, tail=[*figures, *PRICES, PLAN, SUMMARY]))
+    estimates = Design.model_validate(update["final"]["spec"]).estimates
+    assert estimates[0].value == 360  # 360,000 GB
+    assert estimates[2].value == 48 and estimates[2].derivation.endswith("= 48")
+
+
 def test_an_estimate_that_assumes_its_answer_is_asked_again(task):
     """12-07's default meeting: "100 GPU-hours a month x 2 weeks"; the brief's "A100" is a
     name, not a figure of 100."""

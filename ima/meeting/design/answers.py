@@ -285,7 +285,7 @@ class Checker:
             if not final:
                 raise AnswerError(problem)
             return None, "", False
-        if computed and not _agrees(float(value), computed):
+        if computed and not _agrees(float(value), computed, _rescaled(derivation, unit)):
             # the arithmetic, its units checked, is the reasoning; the value was a guess
             # (12-06: asked to fix one, the 0.5B model broke a right derivation)
             return round(computed, 2), _with_result(derivation, computed), True
@@ -344,10 +344,21 @@ def _with_result(derivation: str, computed: float) -> str:
     return f"{head} = {computed:,.2f}".removesuffix(".00")
 
 
-def _agrees(value: float, computed: float) -> bool:
+def _agrees(value: float, computed: float, rescaled: bool) -> bool:
     """Whether a value is its derivation's result, allowing for a change of unit by powers
-    of 1,000 (a derivation in GB for an estimate in TB)."""
-    return any(abs(value * 1000**k - computed) <= TOLERANCE * abs(computed) for k in range(-3, 4))
+    of 1,000 when the derivation is `rescaled` (in GB for an estimate in TB)."""
+    powers = range(-3, 4) if rescaled else (0,)
+    return any(abs(value * 1000**k - computed) <= TOLERANCE * abs(computed) for k in powers)
+
+
+_DATA_SCALES = re.compile(r"\b(?:[kmgtp]b|gbit|mbit)\b", re.I)
+
+
+def _rescaled(derivation: str, unit: str) -> bool:
+    """Whether `derivation` measures data in a scale `unit` does not (12-07: without this,
+    "... = 48" stood as the derivation of 50,000 vCPU-hours)."""
+    scales = {s.lower() for s in _DATA_SCALES.findall(derivation)}
+    return bool(scales - {s.lower() for s in _DATA_SCALES.findall(unit)})
 
 
 def _object_of(text: str) -> dict[str, Any]:
