@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ima.meeting.design.dimensions import assumed_answer, dimension_problem
+from ima.meeting.design.dimensions import assumed_answer, dimension_problem, unexplained_count
 
 GOOD = [
     ("12 TB/day x 30 days + 40 TB", "TB"),
@@ -66,3 +66,13 @@ def test_a_factor_that_is_already_the_answer_must_be_a_figure_of_the_brief(
     """12-07's default meeting: "100 GPU-hours a month x 2 weeks" for the GPU-hours a month,
     where the brief has 400 GPU-hours a run: the answer made up, then scaled."""
     assert assumed_answer(derivation, unit, BRIEF) == assumed
+
+
+def test_a_plain_count_must_be_a_figure_of_the_brief_or_a_conversion():
+    """12-07: "2 weeks times GPU-hours/week * 1000000000 units" passed every other check."""
+    assert unexplained_count("2 weeks times GPU-hours/week * 1000000000 units", BRIEF) == (
+        "1000000000 units"
+    )
+    assert unexplained_count("2 runs x 400 GPU-hours", BRIEF) == ""
+    assert unexplained_count("12 TB/day x 30 days / 1000", BRIEF) == ""
+    assert unexplained_count("300 vCPU x 30 h", BRIEF) == ""  # a machine count has a unit

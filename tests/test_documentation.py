@@ -246,13 +246,13 @@ def test_without_estimates_no_cost_is_asked_and_a_partial_total_is_not_within_bu
 
 
 def test_a_derivation_shows_its_own_result_not_the_one_written_after_it(task):
-    """12-06's default meeting: a value that agrees with the arithmetic (in another unit)
+    """12-06's default meeting: a value that agrees with the arithmetic (within 5%)
     kept a written result the arithmetic does not give."""
-    said = {"value": 18_497, "derivation": "1 TB per day x 0.05 x 365 days = 5,992 TB"}
+    said = {"value": 18_497, "derivation": "50 TB per day x 365 days = 5,992 TB"}
     estimates = answer(json.dumps({**json.loads(ESTIMATES.content), "storage": said}))
     update, _ = document(task, calls(task, tail=[estimates, *FIGURES[1:], PLAN, SUMMARY]))
     storage = Design.model_validate(update["final"]["spec"]).estimates[0]
-    assert storage.derivation == "1 TB per day x 0.05 x 365 days = 18.25"
+    assert storage.value == 18_497 and storage.derivation == "50 TB per day x 365 days = 18,250"
 
 
 def test_a_plan_keeps_the_attempt_with_more_usable_steps(task):
@@ -315,7 +315,7 @@ def test_a_monthly_cost_is_its_estimate_at_a_unit_price(task):
     update, prompts = document(task, calls(task, tail=[*tail, PRICES[3], PLAN, SUMMARY]))
     priced = [p for p in prompts if "## Part: unit price" in p]
     assert sum('"price" needs a positive number' in p for p in prompts) == 1
-    assert "in USD per TB per month" in priced[0] and "- Raw storage held: 400 TB" in priced[0]
+    assert "in USD per TB per month" in priced[0] and "- Storage held: 400 TB" in priced[0]
     assert not any('"GPU training" cost line' in p for p in prompts)
     lines = Design.model_validate(update["final"]["spec"]).costs.lines
     assert [line.usd_per_month for line in lines] == [9200, None, None, 800]

@@ -26,7 +26,7 @@ from ima.meeting.design.checks import (
     figure_conflicts,
     junk_reason,
 )
-from ima.meeting.design.dimensions import assumed_answer, dimension_problem
+from ima.meeting.design.dimensions import assumed_answer, dimension_problem, unexplained_count
 from ima.meeting.design.document import Component, Estimate
 from ima.meeting.design.parts import (
     ITEM_CHARS,
@@ -281,6 +281,8 @@ class Checker:
             problem = (
                 f'"{name}" derivation assumes its answer: "{assumed}" is no figure of the brief'
             )
+        if not problem and (count := unexplained_count(derivation, self.given)):
+            problem = f'"{name}" derivation counts "{count}", which is no figure of the brief'
         if problem:
             if not final:
                 raise AnswerError(problem)

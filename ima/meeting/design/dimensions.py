@@ -14,7 +14,16 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-__all__ = ["assumed_answer", "derivation_dimension", "dimension_of", "dimension_problem"]
+__all__ = [
+    "assumed_answer",
+    "derivation_dimension",
+    "dimension_of",
+    "dimension_problem",
+    "unexplained_count",
+]
+
+# Counts a derivation may use without the brief: the calendar's and the units' own.
+CONVERSIONS = frozenset({1, 2, 4, 4.3, 4.33, 7, 12, 24, 30, 31, 52, 60, 365, 730, 1000, 1024})
 
 Dimension = Counter  # base dimension -> exponent ("data": 1, "time": -1 for TB/day)
 
@@ -140,6 +149,21 @@ def assumed_answer(derivation: str, unit: str, given: set[float]) -> str:
         if number is None or not wanted <= _words(_NUMBER.sub("", term)):
             continue
         if float(number.group(0).replace(",", "")) not in given:
+            return term
+    return ""
+
+
+def unexplained_count(derivation: str, given: set[float]) -> str:
+    """A factor without a unit (a plain count) that is neither a figure of `given` (the
+    brief's numbers) nor a conversion (`CONVERSIONS`), or "" (12-07: "... x 1000000000
+    units" made two billion GPU-hours a month)."""
+    terms, _ = _terms(derivation)
+    for term in (t.strip() for t in terms):
+        number = _NUMBER.match(term)
+        if number is None or dimension_of(_NUMBER.sub("", term)):
+            continue
+        value = float(number.group(0).replace(",", ""))
+        if value not in given and value not in CONVERSIONS:
             return term
     return ""
 
