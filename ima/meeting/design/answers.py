@@ -4,11 +4,11 @@ which the model is shown on the retry; what still cannot be used stays open.
 A component's technology must be one of the task's candidates (or a product's name, when
 the task lists none) and its justification its own, not another component's; a sentence on
 how a requirement is met must be the design's own words; an estimate must show how its
-number follows from the brief's figures, in arithmetic whose units give the estimate's
-(none of its factors the answer itself, made up), and takes that arithmetic's result; a unit price is a positive number; a plan's step opens with an
-action's verb. A web address, the question repeated or another script than the brief's is
-asked about again. A figure the brief's limits contradict is asked about once, then listed in the
-design's checks.
+number follows from the brief's figures, in arithmetic whose units give the estimate's (none
+of its factors the answer itself, made up), and takes that arithmetic's result; a unit price
+is a positive number; a plan's step opens with an action's verb. A web address, the question
+repeated or another script than the brief's is asked about again. A figure the brief's
+limits contradict is asked about once, then listed in the design's checks.
 """
 
 from __future__ import annotations
