@@ -26,7 +26,12 @@ from ima.meeting.design.checks import (
     figure_conflicts,
     junk_reason,
 )
-from ima.meeting.design.dimensions import assumed_answer, dimension_problem, unexplained_count
+from ima.meeting.design.dimensions import (
+    NUMBER,
+    assumed_answer,
+    dimension_problem,
+    unexplained_count,
+)
 from ima.meeting.design.document import Component, Estimate
 from ima.meeting.design.parts import (
     ITEM_CHARS,
@@ -72,7 +77,7 @@ _AGENTS = re.compile(r"\bagents?\b", re.I)
 # A link is not an explanation (and a small model's links are made up).
 _WEB_ADDRESS = re.compile(r"https?://|www\.|\b[\w-]+\.(?:com|org|io|net)/", re.I)
 # A figure of the brief: not the digits of a name ("A100" gives no 100; 12-07).
-_BRIEF_NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
+_BRIEF_NUMBER = re.compile(rf"(?<![\w.]){NUMBER}")
 # Words that name no product: a technology made only of them ("Cloud-based platform",
 # "EU Cloud Service") says nothing a reader could build on.
 _GENERIC = frozenset(

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ima.core.ngrams import ngram_set, ngrams, words
+from ima.meeting.design.dimensions import NUMBER
 from ima.tasks import KeyFigure, Task
 
 __all__ = [
@@ -296,7 +297,7 @@ def unit_errors(text: str) -> list[str]:
     return errors
 
 
-_TERM = re.compile(r"(\d[\d,]*(?:\.\d+)?)")
+_TERM = re.compile(NUMBER)
 _OPERATOR = re.compile(r"\s*([x\u00d7*+/])\s*", re.I)
 
 
@@ -305,7 +306,7 @@ def compute_derivation(derivation: str) -> float | None:
     x 30 days", "200 x 60 GB + 5 TB = ...", "800 h / 2"), left of any "="; None when it holds
     no operation on numbers (a unit's "/" is not one: "TB/day" has no number after it)."""
     left = derivation.split("=", 1)[0]
-    tokens = re.findall(r"\d[\d,]*(?:\.\d+)?|[x\u00d7*+/](?=\s*\d)", left, re.I)
+    tokens = re.findall(rf"{NUMBER}|[x\u00d7*+/](?=\s*\d)", left, re.I)
     if len(tokens) < 3 or not _TERM.fullmatch(tokens[0]):
         return None
     total, product = 0.0, float(tokens[0].replace(",", ""))

@@ -15,6 +15,7 @@ import re
 from collections import Counter
 
 __all__ = [
+    "NUMBER",
     "assumed_answer",
     "derivation_dimension",
     "dimension_of",
@@ -48,7 +49,10 @@ _RATES = {
 _PER = {"per", "a", "an", "each", "every"}  # "per month", "a month": the next word divides
 _MACHINE_HOURS = re.compile(r"\b(v?cpu|gpu|core)[\s-]?(?:hours?|hrs?|h)\b", re.I)
 _OPERATOR = re.compile(r"\s*([x\u00d7*+/])\s*(?=\d)", re.I)  # as `compute_derivation` reads
-_NUMBER = re.compile(r"^\d[\d,]*(?:\.\d+)?")
+# A number as a derivation writes it ("12", "45,000", "4.3"): the one reading of the checks,
+# the answers and the units.
+NUMBER = r"\d[\d,]*(?:\.\d+)?"
+_NUMBER = re.compile(rf"^{NUMBER}")
 
 
 def _clean(dimension: Counter) -> Dimension:
