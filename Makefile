@@ -62,7 +62,7 @@ test-library: $(LIB_VENV)/.installed
 	cd library && ../$(LIB_VENV)/bin/pytest -q -p no:cacheprovider
 
 test: lint system-packages test-library
-	$(BIN)/pytest
+	$(BIN)/pytest --durations=25
 
 clean:
 	rm -rf $(VENV) $(LIB_VENV) .pytest_cache .ruff_cache
