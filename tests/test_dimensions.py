@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from ima.meeting.design.dimensions import assumed_answer, dimension_problem, unexplained_count
+from ima.meeting.design.dimensions import (
+    assumed_answer,
+    dimension_problem,
+    in_unit,
+    unexplained_count,
+)
 
 GOOD = [
     ("12 TB/day x 30 days + 40 TB", "TB"),
@@ -76,3 +81,25 @@ def test_a_plain_count_must_be_a_figure_of_the_brief_or_a_conversion():
     assert unexplained_count("2 runs x 400 GPU-hours", BRIEF) == ""
     assert unexplained_count("12 TB/day x 30 days / 1000", BRIEF) == ""
     assert unexplained_count("300 vCPU x 30 h", BRIEF) == ""  # a machine count has a unit
+
+
+@pytest.mark.parametrize(
+    ("derivation", "unit", "value"),
+    [
+        ("12 TB/day x 30 days", "TB per month", 360),  # the month left out
+        ("12 TB/day x 30 days per month", "TB per month", 360),
+        ("12,000 GB/day x 30 days", "TB", 360),  # GB to TB by the units' sizes
+        ("50 GB/h x 8 h x 200 vehicles / 1000", "TB", 80),  # the writer's own "/ 1000" too
+        ("300 vCPU x 30 days", "vCPU-hours per month", 216_000),  # days of machine-hours
+        ("2 Gbps x 8 h", "TB", 7.2),
+        ("2 runs x 400 GPU-hours + 100 GPU-hours", "GPU-hours per month", 900),
+        ("360 TB x 23 USD per TB", "USD", 8_280),
+    ],
+)
+def test_a_derivation_is_computed_in_the_estimates_unit(derivation, unit, value):
+    assert in_unit(derivation, unit) == pytest.approx(value)
+
+
+def test_a_derivation_whose_units_cannot_give_the_unit_has_no_value():
+    assert in_unit("12 TB/day x 50 GB/h", "TB") is None
+    assert in_unit("12 TB/day x 30 days + 40 GB/h", "TB") is None

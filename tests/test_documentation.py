@@ -209,16 +209,17 @@ def test_an_estimate_takes_the_result_of_its_derivation(task):
     assert design.plan and design.summary  # every later answer went to its own part
 
 
-def test_a_value_off_its_derivation_by_a_thousand_takes_it_unless_the_units_change(task):
-    """12-07's sweep printed 50,000 vCPU-hours beside "... = 48": a factor of 1,000 is a
-    change of unit only where the derivation measures data in another scale (GB for TB)."""
+def test_an_estimate_is_its_derivation_in_its_own_unit(task):
+    """12-07's sweep printed 50,000 vCPU-hours beside "... = 48": a value is its
+    derivation's result converted to the estimate's unit (GB to TB), never a thousand off."""
     compute = {"value": 50_000, "derivation": "2 vCPU x 24 hours"}
-    storage = {"value": 360, "derivation": "12,000 GB/day x 30 days"}
+    storage = {"value": 360_000, "derivation": "12,000 GB/day x 30 days"}
     said = {**json.loads(ESTIMATES.content), "compute": compute, "storage": storage}
     figures = [answer(json.dumps(said))] * 4
     update, _ = document(task, calls(task, tail=[*figures, *PRICES, PLAN, SUMMARY]))
     estimates = Design.model_validate(update["final"]["spec"]).estimates
-    assert estimates[0].value == 360  # 360,000 GB
+    assert estimates[0].value == 360
+    assert estimates[0].derivation == "12,000 GB/day x 30 days = 360 TB"
     assert estimates[2].value == 48 and estimates[2].derivation.endswith("= 48")
 
 

@@ -30,6 +30,7 @@ from ima.meeting.design.dimensions import (
     NUMBER,
     assumed_answer,
     dimension_problem,
+    in_unit,
     unexplained_count,
 )
 from ima.meeting.design.document import Component, Estimate
@@ -67,8 +68,8 @@ TEXTS = ("technology", "why")  # a component's one-line fields
 COPIED = 0.5
 # A component's reason with half its word 4-grams in an earlier component's repeats it.
 REPEAT_NGRAM = 4
-# An estimate off its own derivation by more than this (after a change of unit by powers of
-# 1,000) takes the derivation's result.
+# An estimate off its own derivation's result (in the estimate's unit) by more than this
+# takes that result.
 TOLERANCE = 0.05
 # The plan prompt's placeholder, copied: "Set up the vehicle upload on X before ...".
 _PLACEHOLDER = re.compile(r"\s*(?:\b(?:before|after|so that|then)\s*)?(?:\.{3,}|…)[.\s]*$", re.I)
@@ -292,12 +293,17 @@ class Checker:
             if not final:
                 raise AnswerError(problem)
             return None, "", False
-        if computed and not _agrees(float(value), computed, _rescaled(derivation, unit)):
+        result = in_unit(derivation, unit)
+        if result is None:  # a dimension_problem found none: the month rule agrees
+            return float(value), derivation, False
+        # what the model wrote after "=" may disagree with its own arithmetic: show the
+        # result, with the unit where the units' sizes converted it (GB to TB)
+        shown = _with_result(derivation, result, "" if _near(result, computed) else unit)
+        if not _near(float(value), result):
             # the arithmetic, its units checked, is the reasoning; the value was a guess
             # (12-06: asked to fix one, the 0.5B model broke a right derivation)
-            return round(computed, 2), _with_result(derivation, computed), True
-        # what the model wrote after "=" may disagree with its own arithmetic: show the result
-        return float(value), _with_result(derivation, computed) if computed else derivation, False
+            return round(result, 2), shown, True
+        return float(value), shown, False
 
     def plan_parser(self, components: Sequence[Component]) -> Callable[[str], list[str]]:
         """A plan's usable steps; on the last attempt, those of whichever attempt had more."""
@@ -344,28 +350,15 @@ class Checker:
         return parse
 
 
-def _with_result(derivation: str, computed: float) -> str:
-    """The arithmetic `compute_derivation` read (left of the first "="), ending in its
-    result, the one the estimate takes: not what the model wrote after it."""
+def _with_result(derivation: str, result: float, unit: str = "") -> str:
+    """The arithmetic `compute_derivation` read (left of the first "="), ending in the
+    result the estimate takes (in `unit` when given): not what the model wrote after it."""
     head = derivation.split("=", 1)[0].strip()
-    return f"{head} = {computed:,.2f}".removesuffix(".00")
+    return f"{head} = {result:,.2f}".removesuffix(".00") + (f" {unit}" if unit else "")
 
 
-def _agrees(value: float, computed: float, rescaled: bool) -> bool:
-    """Whether a value is its derivation's result, allowing for a change of unit by powers
-    of 1,000 when the derivation is `rescaled` (in GB for an estimate in TB)."""
-    powers = range(-3, 4) if rescaled else (0,)
-    return any(abs(value * 1000**k - computed) <= TOLERANCE * abs(computed) for k in powers)
-
-
-_DATA_SCALES = re.compile(r"\b(?:[kmgtp]b|gbit|mbit)\b", re.I)
-
-
-def _rescaled(derivation: str, unit: str) -> bool:
-    """Whether `derivation` measures data in a scale `unit` does not (12-07: without this,
-    "... = 48" stood as the derivation of 50,000 vCPU-hours)."""
-    scales = {s.lower() for s in _DATA_SCALES.findall(derivation)}
-    return bool(scales - {s.lower() for s in _DATA_SCALES.findall(unit)})
+def _near(value: float, result: float) -> bool:
+    return abs(value - result) <= TOLERANCE * abs(result)
 
 
 def _object_of(text: str) -> dict[str, Any]:

@@ -6,7 +6,8 @@ held); the numbers multiply, the units do not.
 
 The units are the model's free words, not a units library's input ("recorded pervehicle",
 "a month"), so they are read here: a known unit word counts, any other word (vehicles, runs,
-depots) is a count without dimension. Scale (GB or TB) is left to the value's own check.
+depots) is a count without dimension. A unit word has its size too (GB or TB, hours or
+days), so `in_unit` gives a derivation's result in the estimate's unit.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ __all__ = [
     "derivation_dimension",
     "dimension_of",
     "dimension_problem",
+    "in_unit",
     "unexplained_count",
 ]
 
@@ -28,23 +30,40 @@ CONVERSIONS = frozenset({1, 2, 4, 4.3, 4.33, 7, 12, 24, 30, 31, 52, 60, 365, 730
 
 Dimension = Counter  # base dimension -> exponent ("data": 1, "time": -1 for TB/day)
 
-_BASES = {
-    "data": "b byte kb mb gb tb pb gbit mbit",
-    "time": "s sec second min minute h hr hour day night week fortnight month year",
-    "gpu": "gpu-hour",
-    "cpu": "vcpu-hour cpu-hour core-hour",
-    "money": "usd $ eur dollar",
+# Each unit word's base dimension and its size in that base's unit: bytes, seconds (a month
+# is 30 days, as the calendar conversions write it), GPU- and vCPU-hours, US dollars.
+_MONTH = 30 * 86_400
+_SCALE_STEPS = frozenset({1000.0, 1024.0})  # a bare one converts a unit's scale
+_UNITS: dict[str, tuple[str, float]] = {
+    **dict.fromkeys(("b", "byte"), ("data", 1.0)),
+    "kb": ("data", 1e3),
+    "mb": ("data", 1e6),
+    "gb": ("data", 1e9),
+    "tb": ("data", 1e12),
+    "pb": ("data", 1e15),
+    "gbit": ("data", 1.25e8),
+    "mbit": ("data", 1.25e5),
+    **dict.fromkeys(("s", "sec", "second"), ("time", 1.0)),
+    **dict.fromkeys(("min", "minute"), ("time", 60.0)),
+    **dict.fromkeys(("h", "hr", "hour"), ("time", 3_600.0)),
+    **dict.fromkeys(("day", "night"), ("time", 86_400.0)),
+    "week": ("time", 7 * 86_400.0),
+    "fortnight": ("time", 14 * 86_400.0),
+    "month": ("time", float(_MONTH)),
+    "year": ("time", 365 * 86_400.0),
+    "gpu-hour": ("gpu", 1.0),
+    **dict.fromkeys(("vcpu-hour", "cpu-hour", "core-hour"), ("cpu", 1.0)),
+    **dict.fromkeys(("usd", "$", "eur", "dollar"), ("money", 1.0)),
 }
-_BASE_OF = {word: base for base, words in _BASES.items() for word in words.split()}
 # Rates: a link's bits a second, and a machine, which is its hours per hour ("300 vCPU x 30 h"
 # is 9,000 vCPU-hours).
-_RATES = {
-    "gbps": Counter(data=1, time=-1),
-    "mbps": Counter(data=1, time=-1),
-    "vcpu": Counter(cpu=1, time=-1),
-    "cpu": Counter(cpu=1, time=-1),
-    "core": Counter(cpu=1, time=-1),
-    "gpu": Counter(gpu=1, time=-1),
+_RATES: dict[str, tuple[Counter, float]] = {
+    "gbps": (Counter(data=1, time=-1), 1.25e8),
+    "mbps": (Counter(data=1, time=-1), 1.25e5),
+    **{
+        machine: (Counter({base: 1, "time": -1}), 1 / 3_600)
+        for machine, base in (("vcpu", "cpu"), ("cpu", "cpu"), ("core", "cpu"), ("gpu", "gpu"))
+    },
 }
 _PER = {"per", "a", "an", "each", "every"}  # "per month", "a month": the next word divides
 _MACHINE_HOURS = re.compile(r"\b(v?cpu|gpu|core)[\s-]?(?:hours?|hrs?|h)\b", re.I)
@@ -59,19 +78,19 @@ def _clean(dimension: Counter) -> Dimension:
     return Counter({base: power for base, power in dimension.items() if power})
 
 
-def _base(word: str) -> str | None:
+def _unit(word: str) -> tuple[str, float] | None:
     word = word.lower().strip(".,;()")
     for candidate in (word, word.removesuffix("s"), word.removesuffix("es")):
-        if candidate in _BASE_OF:
-            return _BASE_OF[candidate]
+        if candidate in _UNITS:
+            return _UNITS[candidate]
     return None
 
 
-def dimension_of(unit: str) -> Dimension:
-    """The dimension of unit words: "TB/day" and "TB per day" are data over time, "GPU-hours
-    a month" GPU time over time; words that are no unit count for nothing."""
+def _measure(unit: str) -> tuple[Dimension, float]:
+    """The dimension of unit words and their size in the bases' units ("TB/day" is data over
+    time, 10^12 bytes per 86,400 s); words that are no unit count for nothing."""
     dimension: Dimension = Counter()
-    divide = False
+    size, divide = 1.0, False
     for word in _MACHINE_HOURS.sub(r"\1-hour", unit).replace("/", " / ").split():
         lowered = word.lower()
         if lowered == "/" or lowered in _PER:
@@ -80,10 +99,21 @@ def dimension_of(unit: str) -> Dimension:
         sign, divide = (-1 if divide else 1), False
         rate = lowered if lowered in _RATES else lowered.removesuffix("s")  # "GPUs"
         if rate in _RATES:
-            dimension.update({base: sign * power for base, power in _RATES[rate].items()})
-        elif base := _base(lowered):
+            powers, scale = _RATES[rate]
+            dimension.update({base: sign * power for base, power in powers.items()})
+        elif known := _unit(lowered):
+            base, scale = known
             dimension[base] += sign
-    return _clean(dimension)
+        else:
+            continue
+        size *= scale**sign
+    return _clean(dimension), size
+
+
+def dimension_of(unit: str) -> Dimension:
+    """The dimension of unit words: "TB/day" and "TB per day" are data over time, "GPU-hours
+    a month" GPU time over time; words that are no unit count for nothing."""
+    return _measure(unit)[0]
 
 
 def _terms(derivation: str) -> tuple[list[str], list[str]]:
@@ -92,29 +122,62 @@ def _terms(derivation: str) -> tuple[list[str], list[str]]:
     return pieces[::2], [op.lower() for op in pieces[1::2]]
 
 
+def _evaluate(derivation: str) -> tuple[Dimension, float] | None:
+    """The dimension of what `derivation` computes (left of any "=") and its value in the
+    bases' units, products before sums; None when its sum adds terms of different
+    dimensions. A term without a number counts as 1."""
+
+    def term(text: str) -> tuple[Dimension, float]:
+        number = _NUMBER.match(text.strip())
+        words = _NUMBER.sub("", text.strip())
+        value = float(number.group(0).replace(",", "")) if number else 1.0
+        if not words.strip() and value in _SCALE_STEPS:
+            value = 1.0  # "/ 1000" from GB to TB: the units' sizes convert already
+        dimension, size = _measure(words)
+        return dimension, size * value
+
+    terms, operators = _terms(derivation)
+    total: tuple[Dimension, float] | None = None
+    product, value = term(terms[0])
+    for operator, text in zip(operators, terms[1:], strict=True):
+        dimension, size = term(text)
+        if operator == "+":
+            if total is not None and total[0] != product:
+                return None
+            total = (product, value + (total[1] if total else 0.0))
+            product, value = dimension, size
+            continue
+        sign = -1 if operator == "/" else 1
+        product = _clean(
+            Counter({b: product[b] + sign * dimension[b] for b in {*product, *dimension}})
+        )
+        value = value / size if sign < 0 else value * size
+    if total is None:
+        return product, value
+    if total[0] != product:
+        return None
+    return product, total[1] + value
+
+
 def derivation_dimension(derivation: str) -> Dimension | None:
     """The dimension of what `derivation` computes (left of any "="), or None when its sum
     adds terms of different dimensions."""
-    terms, operators = _terms(derivation)
-    total: Dimension | None = None
-    product = dimension_of(_NUMBER.sub("", terms[0]))
-    for operator, term in zip(operators, terms[1:], strict=True):
-        dimension = dimension_of(_NUMBER.sub("", term))
-        if operator == "+":
-            if total is not None and total != product:
-                return None
-            total, product = product, dimension
-        elif operator == "/":
-            product = _clean(
-                Counter({b: product[b] - dimension[b] for b in {*product, *dimension}})
-            )
-        else:
-            product = _clean(
-                Counter({b: product[b] + dimension[b] for b in {*product, *dimension}})
-            )
-    if total is not None and total != product:
+    found = _evaluate(derivation)
+    return found[0] if found else None
+
+
+def in_unit(derivation: str, unit: str) -> float | None:
+    """What `derivation` computes, in `unit`: scales converted ("12,000 GB/day x 30 days" is
+    360 TB; "300 vCPU x 30 days" 216,000 vCPU-hours), a monthly figure's month left out or
+    written. None when its units cannot give `unit` (`dimension_problem` says why)."""
+    found = _evaluate(derivation)
+    if found is None:
         return None
-    return product
+    size = _measure(unit)[1]
+    for dimension, months in _accepted(unit):
+        if found[0] == dimension:
+            return found[1] / (size * _MONTH**months)
+    return None
 
 
 def _spoken(dimension: Dimension) -> str:
@@ -126,14 +189,14 @@ def _spoken(dimension: Dimension) -> str:
     return f"{up} per {over}" if over else up
 
 
-def _accepted(unit: str) -> list[Dimension]:
-    """The dimensions a figure in `unit` may be derived in: a monthly figure (a unit "per
-    month") may leave the month out."""
+def _accepted(unit: str) -> list[tuple[Dimension, int]]:
+    """The dimensions a figure in `unit` may be derived in, each with the months it leaves
+    out: a monthly figure (a unit "per month") may leave the month out."""
     wanted = dimension_of(unit)
-    accepted = [wanted]
+    accepted = [(wanted, 0)]
     if "month" in unit.lower():
         step = 1 if wanted["time"] < 0 else -1
-        accepted.append(_clean(Counter({**wanted, "time": wanted["time"] + step})))
+        accepted.append((_clean(Counter({**wanted, "time": wanted["time"] + step})), step))
     return accepted
 
 
@@ -185,6 +248,6 @@ def dimension_problem(derivation: str, unit: str) -> str:
     found = derivation_dimension(derivation)
     if found is None:
         return "its sum adds figures of different units"
-    if found in _accepted(unit):
+    if any(found == dimension for dimension, _ in _accepted(unit)):
         return ""
     return f"its units give {_spoken(found)}, not {unit}"
