@@ -22,6 +22,7 @@ from ima.meeting.design import parts
 from ima.meeting.design.answers import ACTION_VERBS
 from ima.meeting.design.checks import compute_derivation, figure_conflicts, junk_reason, unit_errors
 from ima.meeting.design.compile import accepted_proposal
+from ima.meeting.design.dimensions import CONVERSIONS, figure_numbers
 from ima.meeting.design.document import CostLine, Costs, Design
 from ima.meeting.design.render import render_design
 from ima.meeting.nodes.documentation import make_documentation_node
@@ -407,6 +408,19 @@ def test_derivations_of_12_06_are_outside_the_schemas_pattern():
     for written in ("TB per month", "multiply by 30 days", "45000/365*100", "100000"):
         assert not re.fullmatch(arithmetic, written)
     assert re.fullmatch(arithmetic, "12 TB/day x 30 days + 40 TB")
+
+
+def test_an_estimates_derivation_uses_only_the_figures_it_is_shown_and_conversions(task):
+    """12-07's default meeting wrote "100 GPU-hours a month x 2 weeks" for the GPU-hours a
+    month; the brief gives 400 A100 GPU-hours a run. The schema allows only its numbers."""
+    gpu = next(slot for slot in task.design.estimates if slot.id == "gpu")
+    shown = parts.figure_lines(task, gpu.ask)
+    schema = parts.estimates_schema([gpu], figure_numbers(shown) | CONVERSIONS)
+    pattern = schema["properties"]["gpu"]["properties"]["derivation"]["pattern"]
+    assert re.fullmatch(pattern, "400 GPU-hours per run x 2 runs per month")
+    assert re.fullmatch(pattern, "12 TB/day x 30 days")  # conversions are allowed
+    for made_up in ("100 GPU-hours a month x 2 weeks", "45,000 x 400", "400 x 1000000000 units"):
+        assert not re.fullmatch(pattern, made_up)
 
 
 def test_a_plan_step_is_held_to_an_action_without_the_prompts_placeholder():

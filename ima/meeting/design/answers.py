@@ -27,9 +27,9 @@ from ima.meeting.design.checks import (
     junk_reason,
 )
 from ima.meeting.design.dimensions import (
-    NUMBER,
     assumed_answer,
     dimension_problem,
+    figure_numbers,
     in_unit,
     unexplained_count,
 )
@@ -77,8 +77,6 @@ _PLACEHOLDER = re.compile(r"\s*(?:\b(?:before|after|so that|then)\s*)?(?:\.{3,}|
 _AGENTS = re.compile(r"\bagents?\b", re.I)
 # A link is not an explanation (and a small model's links are made up).
 _WEB_ADDRESS = re.compile(r"https?://|www\.|\b[\w-]+\.(?:com|org|io|net)/", re.I)
-# A figure of the brief: not the digits of a name ("A100" gives no 100; 12-07).
-_BRIEF_NUMBER = re.compile(rf"(?<![\w.]){NUMBER}")
 # Words that name no product: a technology made only of them ("Cloud-based platform",
 # "EU Cloud Service") says nothing a reader could build on.
 _GENERIC = frozenset(
@@ -101,7 +99,7 @@ class Checker:
         self.instructions = list(instructions)
         self.sources = given_texts(task, brief)
         self.scripts = scripts_of(brief)
-        self.given = {float(n.replace(",", "")) for n in _BRIEF_NUMBER.findall(brief)}
+        self.given = figure_numbers(brief)
         self.agents = {r.id.lower() for r in task.roles} | {r.name.lower() for r in task.roles}
         self.agent_stems = {" ".join(w[:5] for w in words(r.name)) for r in task.roles}
         self.whys: list[str] = []  # the components' reasons so far: each gives its own

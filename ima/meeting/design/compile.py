@@ -29,16 +29,18 @@ from ima.core.tokens import count_tokens
 from ima.meeting.design import parts
 from ima.meeting.design.answers import ACTION_VERBS, Checker
 from ima.meeting.design.checks import figure_conflicts, junk_reason, unit_errors
+from ima.meeting.design.dimensions import CONVERSIONS, figure_numbers
 from ima.meeting.design.document import (
     Component,
     Conflict,
     CostLine,
     Costs,
     Design,
+    Estimate,
     RequirementRow,
 )
 from ima.models.structured import Outcome, ask_structured, prompt_parts
-from ima.tasks import DesignPlan, Task
+from ima.tasks import DesignPlan, EstimateSlot, Task
 
 __all__ = ["Compiled", "accepted_proposal", "compile_design"]
 
@@ -245,18 +247,7 @@ def compile_design(
     design = compiled.design
     design.components = [components[s.id] for s in plan.components]
 
-    design.estimates = [  # one call each: a small model copied the asks into a joint answer
-        asker.figures(
-            "estimates",
-            f"estimate:{slot.id}",
-            parts.estimates_schema([slot]),
-            checker.estimates_parser([slot]),
-            parts.empty_estimates([slot])[0],
-            figures=parts.figure_lines(task, slot.ask),
-            estimate=parts.estimate_lines([slot]),
-        )
-        for slot in plan.estimates
-    ]
+    design.estimates = [_estimate(asker, checker, task, slot) for slot in plan.estimates]
     components = parts.component_lines(design.components)
     if plan.cost_lines:
         lines = [
@@ -290,6 +281,21 @@ def compile_design(
     design.requirements = _requirement_rows(task, hows, design.costs)
     design.conflicts = _conflicts(task, design)
     return compiled
+
+
+def _estimate(asker: _Asker, checker: Checker, task: Task, slot: EstimateSlot) -> Estimate:
+    """One estimate, in a call of its own (a small model copied the asks into a joint
+    answer), its arithmetic on the figures it is shown and the conversions only."""
+    figures = parts.figure_lines(task, slot.ask)
+    return asker.figures(
+        "estimates",
+        f"estimate:{slot.id}",
+        parts.estimates_schema([slot], figure_numbers(figures) | CONVERSIONS),
+        checker.estimates_parser([slot]),
+        parts.empty_estimates([slot])[0],
+        figures=figures,
+        estimate=parts.estimate_lines([slot]),
+    )
 
 
 def _cost_line(

@@ -16,11 +16,13 @@ import re
 from collections import Counter
 
 __all__ = [
+    "CONVERSIONS",
     "NUMBER",
     "assumed_answer",
     "derivation_dimension",
     "dimension_of",
     "dimension_problem",
+    "figure_numbers",
     "in_unit",
     "unexplained_count",
 ]
@@ -72,6 +74,8 @@ _OPERATOR = re.compile(r"\s*([x\u00d7*+/])\s*(?=\d)", re.I)  # as `compute_deriv
 # the answers and the units.
 NUMBER = r"\d[\d,]*(?:\.\d+)?"
 _NUMBER = re.compile(rf"^{NUMBER}")
+# A figure of a text: not the digits of a name ("A100" gives no 100; 12-07).
+_FIGURE_NUMBER = re.compile(rf"(?<![\w.]){NUMBER}")
 
 
 def _clean(dimension: Counter) -> Dimension:
@@ -233,6 +237,11 @@ def unexplained_count(derivation: str, given: set[float]) -> str:
         if value not in given and value not in CONVERSIONS:
             return term
     return ""
+
+
+def figure_numbers(text: str) -> set[float]:
+    """The numbers `text` states as figures ("45,000" is 45000; the "100" of "A100" none)."""
+    return {float(n.replace(",", "")) for n in _FIGURE_NUMBER.findall(text)}
 
 
 def _words(unit: str) -> set[str]:

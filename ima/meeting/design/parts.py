@@ -7,13 +7,14 @@ the model). The answers are checked in `answers.py`.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ima.meeting.design.document import Component, CostLine, Costs, Estimate
 from ima.tasks import ComponentSlot, EstimateSlot, Task
 
 __all__ = [
+    "arithmetic",
     "component_schema",
     "estimates_schema",
     "given_texts",
@@ -274,7 +275,8 @@ def _literal(text: str) -> str:
 # words of unit, joined by operators. The 0.5B model wrote "TB per month" and "multiply by
 # 30 days" as derivations (12-06); held to this it can only write a sum or a product.
 _NUMBER = r"[0-9][0-9,]{0,9}(\.[0-9]{1,3})?"
-_TERM = _NUMBER + r"( [A-Za-z%][A-Za-z/%-]{0,15}){0,3}"
+_UNIT_WORDS = r"( [A-Za-z%][A-Za-z/%-]{0,15}){0,3}"
+_TERM = _NUMBER + _UNIT_WORDS
 ARITHMETIC = rf"{_TERM}( [x*/+] {_TERM}){{1,3}}"  # 12-06: chains of every figure; 4 terms
 
 
@@ -293,8 +295,28 @@ def how_schema(technology: str) -> dict[str, Any]:
     return {"title": "how", **_object({"how": sentence})}
 
 
-def estimates_schema(slots: Sequence[EstimateSlot]) -> dict[str, Any]:
-    entry = _object({"value": {"type": "number"}, "derivation": _pattern(ARITHMETIC, 100)})
+def arithmetic(numbers: Iterable[float]) -> str:
+    """`ARITHMETIC` whose every number is one of `numbers` (as written plainly or with
+    thousands' commas): a grammar-held model then writes no figure of its own (12-07: "100
+    GPU-hours a month x 2 weeks", where the brief gives 400 GPU-hours a run)."""
+    forms = {f"{n:g}" if n != int(n) else form for n in numbers for form in _forms(n)}
+    number = "(" + "|".join(_literal(f) for f in sorted(forms, key=lambda f: (-len(f), f))) + ")"
+    term = number + _UNIT_WORDS
+    return rf"{term}( [x*/+] {term}){{1,3}}"
+
+
+def _forms(number: float) -> list[str]:
+    whole = int(number)
+    return [str(whole), f"{whole:,}"] if whole == number else [f"{number:g}"]
+
+
+def estimates_schema(
+    slots: Sequence[EstimateSlot], numbers: Iterable[float] | None = None
+) -> dict[str, Any]:
+    """One estimate per slot: a value and its derivation, whose numbers are `numbers` when
+    given (the figures the prompt shows and the conversions), else any."""
+    derivation = ARITHMETIC if numbers is None else arithmetic(numbers)
+    entry = _object({"value": {"type": "number"}, "derivation": _pattern(derivation, 100)})
     return {"title": "estimates", **_object({s.id: entry for s in slots})}
 
 
