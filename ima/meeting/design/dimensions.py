@@ -12,6 +12,7 @@ days), so `in_unit` gives a derivation's result in the estimate's unit.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 
@@ -155,7 +156,7 @@ def _evaluate(derivation: str) -> tuple[Dimension, float] | None:
         product = _clean(
             Counter({b: product[b] + sign * dimension[b] for b in {*product, *dimension}})
         )
-        value = value / size if sign < 0 else value * size
+        value = (value / size if size else math.nan) if sign < 0 else value * size
     if total is None:
         return product, value
     if total[0] != product:
@@ -175,7 +176,7 @@ def in_unit(derivation: str, unit: str) -> float | None:
     360 TB; "300 vCPU x 30 days" 216,000 vCPU-hours), a monthly figure's month left out or
     written. None when its units cannot give `unit` (`dimension_problem` says why)."""
     found = _evaluate(derivation)
-    if found is None:
+    if found is None or not math.isfinite(found[1]):  # "/ 0"
         return None
     size = _measure(unit)[1]
     for dimension, months in _accepted(unit):

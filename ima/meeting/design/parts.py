@@ -14,7 +14,6 @@ from ima.meeting.design.document import Component, CostLine, Costs, Estimate
 from ima.tasks import ComponentSlot, EstimateSlot, Task
 
 __all__ = [
-    "arithmetic",
     "component_schema",
     "estimates_schema",
     "given_texts",
@@ -295,11 +294,11 @@ def how_schema(technology: str) -> dict[str, Any]:
     return {"title": "how", **_object({"how": sentence})}
 
 
-def arithmetic(numbers: Iterable[float]) -> str:
+def _arithmetic(numbers: Iterable[float]) -> str:
     """`ARITHMETIC` whose every number is one of `numbers` (as written plainly or with
     thousands' commas): a grammar-held model then writes no figure of its own (12-07: "100
     GPU-hours a month x 2 weeks", where the brief gives 400 GPU-hours a run)."""
-    forms = {f"{n:g}" if n != int(n) else form for n in numbers for form in _forms(n)}
+    forms = {form for n in numbers for form in _forms(n)}
     number = "(" + "|".join(_literal(f) for f in sorted(forms, key=lambda f: (-len(f), f))) + ")"
     term = number + _UNIT_WORDS
     return rf"{term}( [x*/+] {term}){{1,3}}"
@@ -315,7 +314,7 @@ def estimates_schema(
 ) -> dict[str, Any]:
     """One estimate per slot: a value and its derivation, whose numbers are `numbers` when
     given (the figures the prompt shows and the conversions), else any."""
-    derivation = ARITHMETIC if numbers is None else arithmetic(numbers)
+    derivation = ARITHMETIC if numbers is None else _arithmetic(numbers)
     entry = _object({"value": {"type": "number"}, "derivation": _pattern(derivation, 100)})
     return {"title": "estimates", **_object({s.id: entry for s in slots})}
 
