@@ -22,7 +22,6 @@ from ima.meeting.design import parts
 from ima.meeting.design.answers import ACTION_VERBS
 from ima.meeting.design.checks import compute_derivation, figure_conflicts, junk_reason, unit_errors
 from ima.meeting.design.compile import accepted_proposal
-from ima.meeting.design.dimensions import CONVERSIONS, figure_numbers
 from ima.meeting.design.document import CostLine, Costs, Design
 from ima.meeting.design.render import render_design
 from ima.meeting.nodes.documentation import make_documentation_node
@@ -415,11 +414,13 @@ def test_an_estimates_derivation_uses_only_the_figures_it_is_shown_and_conversio
     month; the brief gives 400 A100 GPU-hours a run. The schema allows only its numbers."""
     gpu = next(slot for slot in task.design.estimates if slot.id == "gpu")
     shown = parts.figure_lines(task, gpu.ask)
-    schema = parts.estimates_schema([gpu], figure_numbers(shown) | CONVERSIONS)
+    schema = parts.estimates_schema([gpu], shown)
     pattern = schema["properties"]["gpu"]["properties"]["derivation"]["pattern"]
-    assert re.fullmatch(pattern, "400 GPU-hours per run x 2 runs per month")
-    assert re.fullmatch(pattern, "12 TB/day x 30 days")  # conversions are allowed
-    for made_up in ("100 GPU-hours a month x 2 weeks", "45,000 x 400", "400 x 1000000000 units"):
+    assert re.fullmatch(pattern, "400 GPU-hours per training run x 2 runs per month")
+    assert re.fullmatch(pattern, "400 GPU-hours x 26 runs / 12")  # conversions are allowed
+    made = ["100 GPU-hours a month x 2 weeks", "45,000 x 400", "400 x 1000000000 units"]
+    made += ["400 A etera GPU-hours x 2 weeks", "1 GPU-hours x 30 days"]  # 12-07 replay p
+    for made_up in made:
         assert not re.fullmatch(pattern, made_up)
 
 

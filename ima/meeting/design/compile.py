@@ -29,7 +29,6 @@ from ima.core.tokens import count_tokens
 from ima.meeting.design import parts
 from ima.meeting.design.answers import ACTION_VERBS, Checker
 from ima.meeting.design.checks import figure_conflicts, junk_reason, unit_errors
-from ima.meeting.design.dimensions import CONVERSIONS, figure_numbers
 from ima.meeting.design.document import (
     Component,
     Conflict,
@@ -290,7 +289,7 @@ def _estimate(asker: _Asker, checker: Checker, task: Task, slot: EstimateSlot) -
     return asker.figures(
         "estimates",
         f"estimate:{slot.id}",
-        parts.estimates_schema([slot], figure_numbers(figures) | CONVERSIONS),
+        parts.estimates_schema([slot], figures),
         checker.estimates_parser([slot]),
         parts.empty_estimates([slot])[0],
         figures=figures,

@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 # Counts a derivation may use without the brief: the calendar's and the units' own.
-CONVERSIONS = frozenset({1, 2, 4, 4.3, 4.33, 7, 12, 24, 30, 31, 52, 60, 365, 730, 1000, 1024})
+CONVERSIONS = frozenset({1, 2, 4, 4.3, 4.33, 7, 12, 24, 26, 30, 31, 52, 60, 365, 730, 1000, 1024})
 
 Dimension = Counter  # base dimension -> exponent ("data": 1, "time": -1 for TB/day)
 

@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ima.meeting.design.dimensions import CONVERSIONS, figure_numbers
 from ima.meeting.design.document import Component, CostLine, Costs, Estimate
 from ima.tasks import ComponentSlot, EstimateSlot, Task
 
@@ -294,27 +295,41 @@ def how_schema(technology: str) -> dict[str, Any]:
     return {"title": "how", **_object({"how": sentence})}
 
 
-def _arithmetic(numbers: Iterable[float]) -> str:
-    """`ARITHMETIC` whose every number is one of `numbers` (as written plainly or with
-    thousands' commas): a grammar-held model then writes no figure of its own (12-07: "100
-    GPU-hours a month x 2 weeks", where the brief gives 400 GPU-hours a run)."""
-    forms = {form for n in numbers for form in _forms(n)}
-    number = "(" + "|".join(_literal(f) for f in sorted(forms, key=lambda f: (-len(f), f))) + ")"
-    term = number + _UNIT_WORDS
+# Words a calendar or count conversion may carry ("30 days per month", "2 runs per month").
+_CALENDAR = r"(days?|nights?|hours?|weeks?|months?|years?|runs?|times|per|a|each|every)"
+
+
+def _arithmetic(figures: str) -> str:
+    """`ARITHMETIC` on the brief's `figures` (one a line) in their own words, and the
+    calendar's conversions: a grammar-held model writes no figure of its own (12-07: "100
+    GPU-hours a month x 2 weeks", where the brief gives 400 GPU-hours a run) and no unit of
+    its own ("400 A etera GPU-hours", "1 TB/day")."""
+    stated = [_stated(line) for line in figures.splitlines() if figure_numbers(line)]
+    conversion = rf"{_numbers(CONVERSIONS)}( {_CALENDAR}){{0,3}}"
+    term = "(" + "|".join([*stated, conversion]) + ")"
     return rf"{term}( [x*/+] {term}){{1,3}}"
 
 
-def _forms(number: float) -> list[str]:
-    whole = int(number)
-    return [str(whole), f"{whole:,}"] if whole == number else [f"{number:g}"]
+def _stated(figure: str) -> str:
+    """A figure's number with up to six of its own words ("12 TB/day uploaded"); "8-hour"
+    gives 8 and "hour", the "A100" of a name nothing."""
+    words = {re.sub(r"^\d+-", "", w) for w in figure.removeprefix("- ").split()}
+    words = {w for w in words if not re.search(r"\d", w)}
+    alternatives = "|".join(_literal(w) for w in sorted(words, key=str.lower))
+    return rf"{_numbers(figure_numbers(figure))}( ({alternatives})s?){{0,6}}"
 
 
-def estimates_schema(
-    slots: Sequence[EstimateSlot], numbers: Iterable[float] | None = None
-) -> dict[str, Any]:
-    """One estimate per slot: a value and its derivation, whose numbers are `numbers` when
-    given (the figures the prompt shows and the conversions), else any."""
-    derivation = ARITHMETIC if numbers is None else _arithmetic(numbers)
+def _numbers(numbers: Iterable[float]) -> str:
+    """One of `numbers`, written plainly or with thousands' commas ("45000", "45,000")."""
+    forms = {f"{n:g}" if n != int(n) else str(int(n)) for n in numbers}
+    forms |= {f"{int(n):,}" for n in numbers if n == int(n)}
+    return "(" + "|".join(_literal(f) for f in sorted(forms, key=lambda f: (-len(f), f))) + ")"
+
+
+def estimates_schema(slots: Sequence[EstimateSlot], figures: str | None = None) -> dict[str, Any]:
+    """One estimate per slot: a value and its derivation, arithmetic on `figures` (the lines
+    its prompt shows) and conversions when given, else on any numbers."""
+    derivation = ARITHMETIC if figures is None else _arithmetic(figures)
     entry = _object({"value": {"type": "number"}, "derivation": _pattern(derivation, 100)})
     return {"title": "estimates", **_object({s.id: entry for s in slots})}
 
