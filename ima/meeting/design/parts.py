@@ -326,11 +326,12 @@ def _numbers(numbers: Iterable[float]) -> str:
     return "(" + "|".join(_literal(f) for f in sorted(forms, key=lambda f: (-len(f), f))) + ")"
 
 
-def estimates_schema(slots: Sequence[EstimateSlot], figures: str | None = None) -> dict[str, Any]:
+def estimates_schema(slots: Sequence[EstimateSlot], figures: str) -> dict[str, Any]:
     """One estimate per slot: a value and its derivation, arithmetic on `figures` (the lines
-    its prompt shows) and conversions when given, else on any numbers."""
-    derivation = ARITHMETIC if figures is None else _arithmetic(figures)
-    entry = _object({"value": {"type": "number"}, "derivation": _pattern(derivation, 100)})
+    its prompt shows) and calendar conversions."""
+    entry = _object(
+        {"value": {"type": "number"}, "derivation": _pattern(_arithmetic(figures), 100)}
+    )
     return {"title": "estimates", **_object({s.id: entry for s in slots})}
 
 
