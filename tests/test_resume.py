@@ -30,9 +30,10 @@ def made(db: str) -> bool:
     return "://" in db or Path(db).exists()
 
 
-@pytest.mark.parametrize(
-    ("concurrency", "update"), [("1", "rewrite"), ("2", "rewrite"), ("2", "edit")]
-)
+# Concurrent edit-mode updates are the strictest case (each edit applies to the version
+# before it); one writer rewriting is the default. Each case runs a meeting twice on both
+# backends, about two minutes on CI, so the matrix stays at these two.
+@pytest.mark.parametrize(("concurrency", "update"), [("1", "rewrite"), ("2", "edit")])
 def test_sigkill_then_resume_gives_the_uninterrupted_transcript(
     tmp_path, db_target, concurrency, update
 ):
@@ -72,14 +73,16 @@ def test_sigkill_then_resume_gives_the_uninterrupted_transcript(
     reference = ima("run", "--thread", "reference", *common, cwd=tmp_path)
     assert reference.returncode == 0, reference.stderr
 
-    def shown(thread: str) -> dict:
-        return json.loads(ima("show", thread, "--json", "--db", db, cwd=tmp_path).stdout)
+    killed, kept = (
+        json.loads(ima("show", thread, "--json", "--db", db, cwd=tmp_path).stdout)
+        for thread in ("killed", "reference")
+    )
 
-    def transcript(thread: str) -> list[tuple[int, str, str]]:
-        return [(t["turn"], t["speaker"], t["content"]) for t in shown(thread)["transcript"]]
+    def transcript(shown: dict) -> list[tuple[int, str, str]]:
+        return [(t["turn"], t["speaker"], t["content"]) for t in shown["transcript"]]
 
-    resumed_turns = transcript("killed")
+    resumed_turns = transcript(killed)
     assert [t[0] for t in resumed_turns] == list(range(1, len(resumed_turns) + 1))
-    assert resumed_turns == transcript("reference")
-    assert shown("killed")["memories"] == shown("reference")["memories"]
-    assert shown("killed")["memory"] == shown("reference")["memory"]  # every version, repairs
+    assert resumed_turns == transcript(kept)
+    assert killed["memories"] == kept["memories"]
+    assert killed["memory"] == kept["memory"]  # every version, repairs

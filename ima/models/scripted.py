@@ -298,7 +298,12 @@ class ScriptedChatModel(BaseChatModel):
             ]
             return json.dumps({"steps": steps[:6]})
         names = ", ".join(c.lower() for c, _ in components) or "its components"
-        return json.dumps({"summary": f"The pipeline is built from {names}. It is documented."})
+        return json.dumps(
+            {
+                "summary": "The pipeline carries every drive from the vehicle to a training "
+                f"snapshot within the brief's limits. It is built from {names}."
+            }
+        )
 
     def _judge(self, messages: list[BaseMessage], prompt: str) -> str:
         """A verdict with scores 2-9 that depend on the judged design, for every criterion

@@ -64,6 +64,9 @@ ACTION_VERBS = frozenset(
     ).split()
 )
 TEXTS = ("technology", "why")  # a component's one-line fields
+# A summary says at least this many words besides the components' names and linking words.
+OWN_WORDS = 8
+_LINKING = frozenset("a an and the of for with on in to its it is are uses use".split())  # noqa: SIM905
 # A sentence whose word 5-grams are this much the brief's or the requirements' is copied.
 COPIED = 0.5
 # A component's reason with half its word 4-grams in an earlier component's repeats it.
@@ -162,18 +165,24 @@ class Checker:
                 raise AnswerError(
                     '"technology" must name a product or service by its name, not a kind of one'
                 )
-            problem = self._problem("technology", technology, own_words=False)
-            if problem := problem or self._problem("why", why) or self._conflict("why", why):
+            if problem := self._problem("technology", technology, own_words=False):
                 raise AnswerError(problem)
-            if not final and copied_share(why, self.whys, REPEAT_NGRAM) >= COPIED:
-                raise AnswerError(
+            unusable = self._problem("why", why) or self._conflict("why", why)
+            if not unusable and not final and copied_share(why, self.whys, REPEAT_NGRAM) >= COPIED:
+                unusable = (
                     f'"why" repeats the reason given for another part; say why {technology} '
                     f"suits {slot.title}"
                 )
             pros, cons = (self._items(data.get(k)) for k in ("pros", "cons"))
-            if not pros or not cons:
-                raise AnswerError('give at least one usable item in "pros" and in "cons"')
-            self.whys.append(why)
+            missing = (
+                "" if pros and cons else 'give at least one usable item in "pros" and in "cons"'
+            )
+            if (unusable or missing) and not final:
+                raise AnswerError(unusable or missing)
+            # the last answer's technology stands though its reason cannot (12-07: two
+            # components of make run lost their technology, and four requirements their how)
+            why = "" if unusable else why
+            self.whys += [why] if why else []
             return Component(
                 id=slot.id,
                 title=slot.title,
@@ -183,6 +192,7 @@ class Checker:
                 why=why,
                 pros=pros,
                 cons=cons,
+                open_because=unusable or missing,
             )
 
         return parse
@@ -332,9 +342,15 @@ class Checker:
 
         return parse
 
-    def summary_parser(self, proposal: str = "") -> Callable[[str], str]:
+    def summary_parser(
+        self, proposal: str = "", components: Sequence[Component] = ()
+    ) -> Callable[[str], str]:
         """2 or 3 sentences of the design's own: not the brief's, nor the `proposal` on the
-        table copied (12-06: the summary strung its lines together), whole sentences."""
+        table copied (12-06: the summary strung its lines together), nor the `components`'
+        names listed (12-07: "Anonymisation and Access Control, Vehicle upload, ..."), whole
+        sentences."""
+        names = " ".join(f"{c.title} {c.technology}" for c in components)
+        named = set(words(names)) | _LINKING
 
         def parse(text: str) -> str:
             summary = " ".join(str(_object_of(text).get("summary") or "").split())
@@ -343,6 +359,11 @@ class Checker:
                 raise AnswerError(problem)
             if proposal and copied_share(summary, [proposal]) >= COPIED:
                 raise AnswerError('"summary" copies the proposal; summarise the components')
+            if components and len([w for w in words(summary) if w not in named]) < OWN_WORDS:
+                raise AnswerError(
+                    '"summary" only lists the components; say in sentences what the pipeline '
+                    "does with the data and how it meets the requirements"
+                )
             return summary
 
         return parse

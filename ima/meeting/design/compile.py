@@ -271,7 +271,7 @@ def compile_design(
             "summary",
             "summary",
             parts.summary_schema(),
-            checker.summary_parser(proposal),
+            checker.summary_parser(proposal, design.components),
             components=components,
             cost=parts.cost_sentence(design.costs) or "not estimated",
         )

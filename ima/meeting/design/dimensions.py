@@ -20,8 +20,6 @@ __all__ = [
     "CONVERSIONS",
     "NUMBER",
     "assumed_answer",
-    "derivation_dimension",
-    "dimension_of",
     "dimension_problem",
     "figure_numbers",
     "in_unit",
@@ -115,7 +113,7 @@ def _measure(unit: str) -> tuple[Dimension, float]:
     return _clean(dimension), size
 
 
-def dimension_of(unit: str) -> Dimension:
+def _dimension_of(unit: str) -> Dimension:
     """The dimension of unit words: "TB/day" and "TB per day" are data over time, "GPU-hours
     a month" GPU time over time; words that are no unit count for nothing."""
     return _measure(unit)[0]
@@ -164,13 +162,6 @@ def _evaluate(derivation: str) -> tuple[Dimension, float] | None:
     return product, total[1] + value
 
 
-def derivation_dimension(derivation: str) -> Dimension | None:
-    """The dimension of what `derivation` computes (left of any "="), or None when its sum
-    adds terms of different dimensions."""
-    found = _evaluate(derivation)
-    return found[0] if found else None
-
-
 def in_unit(derivation: str, unit: str) -> float | None:
     """What `derivation` computes, in `unit`: scales converted ("12,000 GB/day x 30 days" is
     360 TB; "300 vCPU x 30 days" 216,000 vCPU-hours), a monthly figure's month left out or
@@ -197,7 +188,7 @@ def _spoken(dimension: Dimension) -> str:
 def _accepted(unit: str) -> list[tuple[Dimension, int]]:
     """The dimensions a figure in `unit` may be derived in, each with the months it leaves
     out: a monthly figure (a unit "per month") may leave the month out."""
-    wanted = dimension_of(unit)
+    wanted = _dimension_of(unit)
     accepted = [(wanted, 0)]
     if "month" in unit.lower():
         step = 1 if wanted["time"] < 0 else -1
@@ -232,7 +223,7 @@ def unexplained_count(derivation: str, given: set[float]) -> str:
     terms, _ = _terms(derivation)
     for term in (t.strip() for t in terms):
         number = _NUMBER.match(term)
-        if number is None or dimension_of(_NUMBER.sub("", term)):
+        if number is None or _dimension_of(_NUMBER.sub("", term)):
             continue
         value = float(number.group(0).replace(",", ""))
         if value not in given and value not in CONVERSIONS:
@@ -255,9 +246,9 @@ def dimension_problem(derivation: str, unit: str) -> str:
     """Why `derivation` cannot give a figure in `unit` ("" when it can): the dimension its
     units give differs from the unit's. A monthly figure (a unit "per month") may leave the
     month out or write it: "2 runs x 400 GPU-hours" for GPU-hours per month."""
-    found = derivation_dimension(derivation)
+    found = _evaluate(derivation)
     if found is None:
         return "its sum adds figures of different units"
-    if any(found == dimension for dimension, _ in _accepted(unit)):
+    if any(found[0] == dimension for dimension, _ in _accepted(unit)):
         return ""
-    return f"its units give {_spoken(found)}, not {unit}"
+    return f"its units give {_spoken(found[0])}, not {unit}"

@@ -35,7 +35,9 @@ class _Strict(BaseModel):
 
 class Component(_Strict):
     """One part of the design. `status` is "open" when no usable answer came: the other
-    fields are then empty, and `open_because` says what was wrong with the last answer."""
+    fields are then empty, and `open_because` says what was wrong with the last answer. A
+    written component may still lack a usable reason (`why` empty) or pros and cons; then
+    `open_because` says what was wrong with them."""
 
     id: str
     title: str

@@ -271,15 +271,6 @@ def _literal(text: str) -> str:
     return re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", text)
 
 
-# Arithmetic the checker reads (`checks.compute_derivation`): numbers, each with up to three
-# words of unit, joined by operators. The 0.5B model wrote "TB per month" and "multiply by
-# 30 days" as derivations (12-06); held to this it can only write a sum or a product.
-_NUMBER = r"[0-9][0-9,]{0,9}(\.[0-9]{1,3})?"
-_UNIT_WORDS = r"( [A-Za-z%][A-Za-z/%-]{0,15}){0,3}"
-_TERM = _NUMBER + _UNIT_WORDS
-ARITHMETIC = rf"{_TERM}( [x*/+] {_TERM}){{1,3}}"  # 12-06: chains of every figure; 4 terms
-
-
 def how_chars(technology: str) -> int:
     """The longest sentence on how `technology` meets a requirement."""
     return len(technology) + 1 + HOW_CHARS
@@ -300,10 +291,11 @@ _CALENDAR = r"(days?|nights?|hours?|weeks?|months?|years?|runs?|times|per|a|each
 
 
 def _arithmetic(figures: str) -> str:
-    """`ARITHMETIC` on the brief's `figures` (one a line) in their own words, and the
-    calendar's conversions: a grammar-held model writes no figure of its own (12-07: "100
-    GPU-hours a month x 2 weeks", where the brief gives 400 GPU-hours a run) and no unit of
-    its own ("400 A etera GPU-hours", "1 TB/day")."""
+    """Arithmetic the checker reads (`checks.compute_derivation`): two to four terms joined
+    by operators, each one of the brief's `figures` (one a line) in its own words or a
+    calendar conversion. The 0.5B model wrote "TB per month" as a derivation (12-06); held
+    to numbers with any units, "100 GPU-hours a month x 2 weeks" where the brief gives 400
+    GPU-hours a run, and units of its own ("400 A etera GPU-hours"; 12-07)."""
     stated = [_stated(line) for line in figures.splitlines() if figure_numbers(line)]
     conversion = rf"{_numbers(CONVERSIONS)}( {_CALENDAR}){{0,3}}"
     term = "(" + "|".join([*stated, conversion]) + ")"

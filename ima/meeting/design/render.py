@@ -31,7 +31,8 @@ def _component(n: int, component: Component) -> str:
         named = component.technology
     lines = [f"### {n}. {component.title}: {named}"]
     lines.append(component.does)
-    lines.append(f"- **Why:** {component.why}")
+    why = component.why or f"_open: {component.open_because or 'no usable reason'}_"
+    lines.append(f"- **Why:** {why}")
     if component.pros:
         lines.append(f"- **Pros:** {'; '.join(component.pros)}")
     if component.cons:
