@@ -83,7 +83,7 @@ def how(requirement: str, text: str | None = None):
 
 def calls(task, components=None, hows=None, tail=None):
     """The answers in the order the documentation asks for them: each component (owner by
-    owner), then how it meets each of its requirements not yet met, then the estimates,
+    owner), then how it meets each part of its requirements not yet met, then the estimates,
     costs, plan and summary. `components` and `hows` give other answers, one per attempt;
     a component given only bad answers is open and no requirement of it is asked about."""
     components, hows, out, met = components or {}, hows or {}, [], set()
@@ -94,7 +94,12 @@ def calls(task, components=None, hows=None, tail=None):
             continue
         for rid in slot.meets:
             if rid not in met:
-                out += hows.get(rid) or [how(rid)]
+                given = hows.get(rid)  # the answers to each part, or a part's answers
+                for number in range(len(parts.requirement_parts(task, rid))):
+                    if given and isinstance(given[0], list):
+                        out += given[number]
+                    else:
+                        out += given or [how(rid, f"{HOW[rid]} ({number + 1})")]
                 met.add(rid)
     return out + list(tail or [*FIGURES, PLAN, SUMMARY])
 
@@ -181,8 +186,8 @@ def test_a_design_compiled_part_by_part_is_one_structure_in_both_files(task):
     assert [r.id for r in design.requirements] == [r.id for r in task.requirements]
     assert all(r.status == "met" for r in design.requirements)
     assert next(r for r in design.requirements if r.id == "R10").met_by == "costs"
-    # 8 components, 11 requirements, estimates, prices, plan, summary
-    assert len(prompts) == 29 and update["usage"]["DJE"]["documentation"]["calls"] == 29
+    # 8 components, the 20 parts of 11 requirements, 4 estimates, 4 prices, plan, summary
+    assert len(prompts) == 38 and update["usage"]["DJE"]["documentation"]["calls"] == 38
     assert "Use AWS Batch for the nightly jobs" in prompts[0]  # the owner's memory
     assert "| R5: Faces and licence plates" in final["markdown"]
     quality = design_quality(task, design, final["markdown"])
@@ -387,10 +392,8 @@ def test_a_reason_repeated_from_another_component_is_asked_again(task):
     update, prompts = document(task, calls(task, components=components))
     design = Design.model_validate(update["final"]["spec"])
     assert sum('"why" repeats the reason given for another part' in p for p in prompts) == 1
-    assert (
-        "say why Amazon Kinesis Data Streams suits Safety-event stream"
-        in prompts[len(first.meets) + 2]
-    )
+    asked = sum(len(parts.requirement_parts(task, rid)) for rid in first.meets)
+    assert "say why Amazon Kinesis Data Streams suits Safety-event stream" in prompts[asked + 2]
     assert design.component(second.id).status == "written"
 
 
@@ -407,6 +410,38 @@ def test_a_component_is_asked_about_the_requirements_it_meets(task):
     assert "- 200 test vehicles" not in storage  # the 0.5B model multiplied the first four
     figures = gpu.split("The brief's figures:\n")[1].split("\nEstimate")[0]
     assert figures == "- retraining every two weeks\n- about 400 A100 GPU-hours per training run"
+
+
+def test_a_requirement_is_asked_about_part_by_part_and_a_part_left_unsaid_is_shown(task):
+    """12-07: asked for the whole of R11, the 0.5B model said how the vehicles keep clips
+    until acknowledged, and nothing of checksums or 99.9%. Each part is asked on its own;
+    a part without a usable sentence of its own is named in the row."""
+    assert parts.requirement_parts(task, "R11") == [
+        "vehicles keep clips until the cloud acknowledges them",
+        "onboard data is deleted only after a checksum-verified upload",
+        "the safety path is 99.9% available",
+    ]
+    assert parts.requirement_parts(task, "R3")[1] == (
+        "uploaded data is decoded, anonymised, indexed and searchable within 12 hours"
+    )
+    assert len(parts.requirement_parts(task, "R6")) == 1  # ", with no transfer" stays
+    ack = how("R11", "AWS IoT Core keeps each clip on the car until the cloud sends an ack.")
+    nines = how("R11", "AWS IoT Core runs in two zones for 99.9%.")
+    hows = {"R11": [[ack], [ack], [nines]]}  # the second part's answer repeats the first
+    update, prompts = document(task, calls(task, hows=hows))
+    asked = [p for p in prompts if p.startswith("## Part: how Vehicle upload meets R11")]
+    assert len(asked) == 3 and 'one part of it: "the safety path is 99.9% available"' in asked[2]
+    row = next(
+        r for r in Design.model_validate(update["final"]["spec"]).requirements if r.id == "R11"
+    )
+    assert row.status == "met" and row.how == " ".join(
+        json.loads(a.content)["how"] for a in (ack, nines)
+    )
+    assert row.open_parts == ["onboard data is deleted only after a checksum-verified upload"]
+    assert (
+        "_Not said: onboard data is deleted only after a checksum-verified upload._"
+        in (update["final"]["markdown"])
+    )
 
 
 def test_a_how_sentence_is_asked_without_the_proposal_and_opens_with_its_technology(task):
@@ -627,6 +662,31 @@ def test_a_summary_that_only_lists_the_components_is_asked_again(task):
     update, prompts = document(task, calls(task, tail=[*FIGURES, PLAN, listed, SUMMARY]))
     assert '"summary" only lists the components' in prompts[-1]
     assert Design.model_validate(update["final"]["spec"]).summary.startswith("A managed EU")
+
+
+@pytest.mark.parametrize(
+    ("said", "usable"),
+    [("USD 90,000", False), ("USD 17,700", True), ("USD 45,000", True)],
+)
+def test_a_summary_says_no_sum_the_design_does_not_cost(task, said, usable):
+    """12-07's replay: the summary gave the budget, USD 45,000, as the monthly cost of a
+    design whose one priced line came to USD 4,500, not held against the budget. Here the
+    lines sum to USD 17,700, held against the budget, so the budget may be named."""
+    text = f"The pipeline blurs each drive before labelling and costs {said} a month in all."
+    update, prompts = document(
+        task, calls(task, tail=[*FIGURES, PLAN, answer(json.dumps({"summary": text})), SUMMARY])
+    )
+    summary = Design.model_validate(update["final"]["spec"]).summary
+    assert (summary == text) is usable
+    assert (f'"summary" says {said}, which is no cost of the design' in prompts[-1]) is not usable
+
+
+def test_a_pro_that_copies_the_brief_is_no_pro(task):
+    """12-07's replay: a component whose reason was open listed R11's title as a con."""
+    first = slots(task)[0]
+    cons = ["No lost safety events, verified uploads", "two products to run"]
+    update, _ = document(task, calls(task, components={first.id: [component(first, cons=cons)]}))
+    assert Design.model_validate(update["final"]["spec"]).components[0].cons == cons[1:]
 
 
 def test_a_proposal_is_its_statements_not_the_headings_of_its_list(task):

@@ -281,8 +281,10 @@ class ScriptedChatModel(BaseChatModel):
             title, requirement = how.groups()
             runs_on = re.search(r"^.+? runs on (.+?)\. Requirement", ask, re.M)
             tech = runs_on.group(1) if runs_on else title  # the sentence opens with it
+            part = re.search(r'one part of it: "(\S+ \S+ \S+)', ask)  # three words copy nothing
+            said = f", where it asks for {part.group(1)}" if part else ""
             return json.dumps(
-                {"how": f"{tech} takes care of {requirement} for the {title.lower()}."}
+                {"how": f"{tech} takes care of {requirement} for the {title.lower()}{said}."}
             )
         if "## Part: resource estimates" in ask:
             asked = re.findall(r'^- "(\w+)" \(([^)]+)\)', ask, re.M)  # each id and its unit

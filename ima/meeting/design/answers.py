@@ -24,6 +24,7 @@ from ima.meeting.design.checks import (
     compute_derivation,
     copied_share,
     figure_conflicts,
+    figures_in,
     junk_reason,
 )
 from ima.meeting.design.dimensions import (
@@ -33,7 +34,7 @@ from ima.meeting.design.dimensions import (
     in_unit,
     unexplained_count,
 )
-from ima.meeting.design.document import Component, Estimate
+from ima.meeting.design.document import Component, Costs, Estimate
 from ima.meeting.design.parts import (
     ITEM_CHARS,
     MIN_STEPS,
@@ -223,7 +224,7 @@ class Checker:
         return [
             i
             for i in items
-            if i and not self._problem("item", i, own_words=False) and not self._names_an_agent(i)
+            if i and not self._problem("item", i) and not self._names_an_agent(i)
         ]
 
     def estimates_parser(
@@ -343,14 +344,15 @@ class Checker:
         return parse
 
     def summary_parser(
-        self, proposal: str = "", components: Sequence[Component] = ()
+        self, proposal: str = "", components: Sequence[Component] = (), costs: Costs | None = None
     ) -> Callable[[str], str]:
         """2 or 3 sentences of the design's own: not the brief's, nor the `proposal` on the
         table copied (12-06: the summary strung its lines together), nor the `components`'
         names listed (12-07: "Anonymisation and Access Control, Vehicle upload, ..."), whole
-        sentences."""
+        sentences, and no sum of money that is not one of the `costs`."""
         names = " ".join(f"{c.title} {c.technology}" for c in components)
         named = set(words(names)) | _LINKING
+        priced = _money_of(costs) if costs is not None else None
 
         def parse(text: str) -> str:
             summary = " ".join(str(_object_of(text).get("summary") or "").split())
@@ -364,6 +366,12 @@ class Checker:
                     '"summary" only lists the components; say in sentences what the pipeline '
                     "does with the data and how it meets the requirements"
                 )
+            for figure in figures_in(summary) if priced is not None else ():
+                if figure.kind == "money" and not any(_near(figure.amount, p) for p in priced):
+                    raise AnswerError(  # 12-07: "The monthly cost is USD 45,000" (the budget)
+                        f'"summary" says {figure.text}, which is no cost of the design; '
+                        "give the monthly cost as the prompt states it"
+                    )
             return summary
 
         return parse
@@ -374,6 +382,16 @@ def _with_result(derivation: str, result: float, unit: str = "") -> str:
     result the estimate takes (in `unit` when given): not what the model wrote after it."""
     head = derivation.split("=", 1)[0].strip()
     return f"{head} = {result:,.2f}".removesuffix(".00") + (f" {unit}" if unit else "")
+
+
+def _money_of(costs: Costs) -> list[float]:
+    """The sums a text may say the design costs: its lines and total, and the budget once
+    the total is held against it."""
+    found = [c.usd_per_month for c in costs.lines if c.usd_per_month is not None]
+    found += [costs.total_usd_per_month] if costs.total_usd_per_month is not None else []
+    if costs.within_budget is not None and costs.budget_usd_per_month is not None:
+        found.append(costs.budget_usd_per_month)
+    return found
 
 
 def _near(value: float, result: float) -> bool:

@@ -39,7 +39,7 @@ from ima.meeting.design.document import (
     RequirementRow,
 )
 from ima.models.structured import Outcome, ask_structured, prompt_parts
-from ima.tasks import DesignPlan, EstimateSlot, Task
+from ima.tasks import ComponentSlot, DesignPlan, EstimateSlot, Task
 
 __all__ = ["Compiled", "accepted_proposal", "compile_design"]
 
@@ -201,7 +201,8 @@ def compile_design(
     memories = memory_slots(state)
 
     components: dict[str, Component] = {}
-    hows: dict[str, tuple[str, str]] = {}  # requirement: (component, how it meets it)
+    # requirement: (component, how it meets each part of it, the parts it did not say)
+    hows: dict[str, tuple[str, list[str], list[str]]] = {}
     order = sorted(plan.components, key=lambda s: [c.owner for c in plan.components].index(s.owner))
     for number, slot in enumerate(order, 1):
         notes = str((memories.get(slot.owner) or {}).get("text", ""))
@@ -225,24 +226,9 @@ def compile_design(
         for rid in slot.meets if component else ():
             if rid in hows:  # a requirement is met by the first part that says how
                 continue
-            fields = {
-                "title": slot.title,
-                "technology": component.technology,
-                "requirement": rid,
-                "named": parts.requirement_name(task, rid),
-                "text": parts.requirement_text(task, rid),
-            }
-            question, _ = prompt_parts("design/how", **fields)
-            how = asker.ask(  # without the proposal, whose phrases a small model copied
-                "how",
-                f"{slot.id}:{rid}",
-                parts.how_schema(component.technology),
-                checker.how_parser(component.technology, question),
-                with_proposal=False,
-                **fields,
-            )
-            if how:
-                hows[rid] = (slot.id, how)
+            said, unsaid = _how(asker, checker, task, slot, component.technology, rid)
+            if said:
+                hows[rid] = (slot.id, said, unsaid)
     design = compiled.design
     design.components = [components[s.id] for s in plan.components]
 
@@ -271,7 +257,7 @@ def compile_design(
             "summary",
             "summary",
             parts.summary_schema(),
-            checker.summary_parser(proposal, design.components),
+            checker.summary_parser(proposal, design.components, design.costs),
             components=components,
             cost=parts.cost_sentence(design.costs) or "not estimated",
         )
@@ -280,6 +266,46 @@ def compile_design(
     design.requirements = _requirement_rows(task, hows, design.costs)
     design.conflicts = _conflicts(task, design)
     return compiled
+
+
+def _how(
+    asker: _Asker,
+    checker: Checker,
+    task: Task,
+    slot: ComponentSlot,
+    technology: str,
+    requirement: str,
+) -> tuple[list[str], list[str]]:
+    """A sentence on how a component on `technology` meets each part of a requirement, asked
+    part by part without the proposal (whose phrases a small model copied); the parts with no
+    usable sentence of their own (an answer that repeats another part's says nothing new)."""
+    clauses = parts.requirement_parts(task, requirement)
+    said: list[str] = []
+    unsaid: list[str] = []
+    for number, clause in enumerate(clauses, 1):
+        several = len(clauses) > 1
+        fields = {
+            "title": slot.title,
+            "technology": technology,
+            "requirement": requirement,
+            "named": parts.requirement_name(task, requirement),
+            "text": parts.requirement_text(task, requirement),
+            "focus": f'This question is about one part of it: "{clause}".\n' if several else "",
+        }
+        question, _ = prompt_parts("design/how", **fields)
+        how = asker.ask(
+            "how",
+            f"{slot.id}:{requirement}" + (f".{number}" if several else ""),
+            parts.how_schema(technology),
+            checker.how_parser(technology, question),
+            with_proposal=False,
+            **fields,
+        )
+        if how and how not in said:
+            said.append(how)
+        else:
+            unsaid.append(clause)
+    return said, unsaid
 
 
 def _estimate(asker: _Asker, checker: Checker, task: Task, slot: EstimateSlot) -> Estimate:
@@ -327,18 +353,21 @@ def _cost_line(
 
 
 def _requirement_rows(
-    task: Task, hows: Mapping[str, tuple[str, str]], costs: Costs
+    task: Task, hows: Mapping[str, tuple[str, list[str], list[str]]], costs: Costs
 ) -> list[RequirementRow]:
-    """A row per requirement: the component that says how it meets it, else the cost
-    breakdown for the requirements it meets (when within budget), else open."""
+    """A row per requirement: the component that says how it meets it (and the parts it
+    did not say), else the cost breakdown for the requirements it meets (when within
+    budget), else open."""
     plan = task.design_plan
     sentence = parts.cost_sentence(costs)
     rows = []
     for requirement in task.requirements:
         row = RequirementRow(id=requirement.id, requirement=" ".join(requirement.text.split()))
         if requirement.id in hows:
-            met_by, how = hows[requirement.id]
-            row = row.model_copy(update={"met_by": met_by, "how": how, "status": "met"})
+            met_by, said, unsaid = hows[requirement.id]
+            how = " ".join(said)
+            update = {"met_by": met_by, "how": how, "open_parts": unsaid, "status": "met"}
+            row = row.model_copy(update=update)
         elif requirement.id in plan.costs_meet and costs.within_budget and sentence:
             row = row.model_copy(update={"met_by": "costs", "how": sentence, "status": "met"})
         rows.append(row)

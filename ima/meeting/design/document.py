@@ -78,12 +78,14 @@ class Costs(_Strict):
 
 
 class RequirementRow(_Strict):
-    """A requirement of the brief: the component that meets it and how, or open."""
+    """A requirement of the brief: the component that meets it and how (a sentence for each
+    part of it that was said, `open_parts` the parts that were not), or open."""
 
     id: str
     requirement: str
     met_by: str | None = None
     how: str = ""
+    open_parts: list[str] = []
     status: Literal["met", "open"] = OPEN
 
 

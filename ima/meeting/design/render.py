@@ -71,6 +71,8 @@ def _requirements(design: Design) -> str:
     for row in design.requirements:
         met_by = titles.get(row.met_by or "", row.met_by or "") if row.status == "met" else "open"
         how = row.how if row.status == "met" else "-"
+        if row.status == "met" and row.open_parts:
+            how += f" _Not said: {'; '.join(row.open_parts)}._"
         rows.append(f"| {row.id}: {_cell(row.requirement)} | {_cell(met_by)} | {_cell(how)} |")
     return "\n".join(rows)
 
