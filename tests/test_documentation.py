@@ -52,18 +52,39 @@ CALLS = (
     "datasets",
     "training",
 )
-HOW = {
-    "R1": "Vehicles offload over depot wifi at night and send event clips over cellular LTE.",
-    "R2": "Each safety event is streamed to the dashboard and shown in under 5 min.",
-    "R3": "Jobs start once the nightly upload lands, index every drive, and finish in 12 h.",
-    "R4": "Only clips and telemetry use cellular, so each vehicle stays under its 5 GB cap.",
-    "R5": "Faces and plates are blurred by the job before review; the audit log keeps access.",
-    "R6": "Every bucket and job runs in eu-central-1 and eu-west-1.",
-    "R7": "Lifecycle rules delete raw data at 30 days, training data at 3 years, events at 5 years.",
-    "R8": "Each run reads a DVC snapshot with lineage to its drives; labels come from the vendor.",
-    "R9": "A biweekly job spends 400 A100 GPU-hours and must pass the regression suite.",
-    "R11": "Clips stay on the car until the cloud sends an ack; uploads are checked by sha 256 hash; the path runs at 99.9%.",
-    "R12": "Buckets replicate cross-region; the backlog clears in 24 h with managed services.",
+HOW = {  # a sentence for each part of a requirement (`parts.requirement_parts`)
+    "R1": ["Vehicles offload over depot wifi at night and send event clips over cellular LTE."],
+    "R2": ["Each safety event is streamed to the dashboard and shown in under 5 min."],
+    "R3": [
+        "Each depot pushes its drives overnight in the eight-hour window at full uplink.",
+        "Jobs start once the nightly upload lands, index every drive, and finish in 12 h.",
+    ],
+    "R4": ["Only clips and telemetry use cellular, so each vehicle stays under its 5 GB cap."],
+    "R5": [
+        "Faces and plates are blurred by the job before review.",
+        "The audit log keeps every read of raw footage.",
+    ],
+    "R6": ["Every bucket and job runs in eu-central-1 and eu-west-1."],
+    "R7": [
+        "A lifecycle rule deletes raw footage at 30 days.",
+        "Training copies expire at 3 years under another rule.",
+        "Event records sit in a locked bucket for 5 years.",
+    ],
+    "R8": [
+        "Each run reads a DVC snapshot with lineage to its drives.",
+        "The vendor queue takes the monthly frames and sweeps for labels.",
+    ],
+    "R9": ["A biweekly job spends 400 A100 GPU-hours and must pass the regression suite."],
+    "R11": [
+        "Clips stay on the car until the cloud sends an ack.",
+        "Uploads are checked by sha 256 hash before the car frees its disk.",
+        "The event path runs across zones at 99.9%.",
+    ],
+    "R12": [
+        "Buckets replicate cross-region between Frankfurt and Ireland.",
+        "The batch backlog clears in 24 h after an outage.",
+        "Managed services keep the load small for the team.",
+    ],
 }
 
 
@@ -77,8 +98,8 @@ def component(slot, **changes):
     return answer(json.dumps({**value, **changes}))
 
 
-def how(requirement: str, text: str | None = None):
-    return answer(json.dumps({"how": text or HOW[requirement]}))
+def how(requirement: str, text: str | None = None, part: int = 0):
+    return answer(json.dumps({"how": text or HOW[requirement][part]}))
 
 
 def calls(task, components=None, hows=None, tail=None):
@@ -99,7 +120,7 @@ def calls(task, components=None, hows=None, tail=None):
                     if given and isinstance(given[0], list):
                         out += given[number]
                     else:
-                        out += given or [how(rid, f"{HOW[rid]} ({number + 1})")]
+                        out += given or [how(rid, part=number)]
                 met.add(rid)
     return out + list(tail or [*FIGURES, PLAN, SUMMARY])
 
@@ -427,10 +448,11 @@ def test_a_requirement_is_asked_about_part_by_part_and_a_part_left_unsaid_is_sho
     assert len(parts.requirement_parts(task, "R6")) == 1  # ", with no transfer" stays
     ack = how("R11", "AWS IoT Core keeps each clip on the car until the cloud sends an ack.")
     nines = how("R11", "AWS IoT Core runs in two zones for 99.9%.")
-    hows = {"R11": [[ack], [ack], [nines]]}  # the second part's answer repeats the first
+    hows = {"R11": [[ack], [ack, ack], [nines]]}  # the second part's answers repeat the first
     update, prompts = document(task, calls(task, hows=hows))
     asked = [p for p in prompts if p.startswith("## Part: how Vehicle upload meets R11")]
-    assert len(asked) == 3 and 'one part of it: "the safety path is 99.9% available"' in asked[2]
+    assert len(asked) == 4 and 'one part of it: "the safety path is 99.9% available"' in asked[3]
+    assert '"how" repeats what was said for another part of the requirement' in asked[2]
     row = next(
         r for r in Design.model_validate(update["final"]["spec"]).requirements if r.id == "R11"
     )
@@ -442,6 +464,19 @@ def test_a_requirement_is_asked_about_part_by_part_and_a_part_left_unsaid_is_sho
         "_Not said: onboard data is deleted only after a checksum-verified upload._"
         in (update["final"]["markdown"])
     )
+
+
+def test_a_how_sentence_that_only_names_its_technology_is_asked_again(task):
+    """12-07's replay: "Google Cloud Dataflow runs on Google Cloud Dataflow." for R3."""
+    said = "AWS DataSync and AWS IoT Core handle the vehicle upload for R4."
+    update, prompts = document(task, calls(task, hows={"R4": [how("R4", said), how("R4")]}))
+    assert any(
+        '"how" says nothing of what AWS DataSync and AWS IoT Core does' in p for p in prompts
+    )
+    row = next(
+        r for r in Design.model_validate(update["final"]["spec"]).requirements if r.id == "R4"
+    )
+    assert row.how == HOW["R4"][0]
 
 
 def test_a_how_sentence_is_asked_without_the_proposal_and_opens_with_its_technology(task):

@@ -65,8 +65,10 @@ ACTION_VERBS = frozenset(
     ).split()
 )
 TEXTS = ("technology", "why")  # a component's one-line fields
-# A summary says at least this many words besides the components' names and linking words.
+# A summary says at least this many words besides the components' names and linking words,
+# a sentence on how a requirement is met this many besides its technology's and component's.
 OWN_WORDS = 8
+HOW_WORDS = 4
 _LINKING = frozenset("a an and the of for with on in to its it is are uses use".split())  # noqa: SIM905
 # A sentence whose word 5-grams are this much the brief's or the requirements' is copied.
 COPIED = 0.5
@@ -79,6 +81,7 @@ TOLERANCE = 0.05
 _PLACEHOLDER = re.compile(r"\s*(?:\b(?:before|after|so that|then)\s*)?(?:\.{3,}|…)[.\s]*$", re.I)
 # A plan step builds the pipeline: the agents who designed it are no part of it.
 _AGENTS = re.compile(r"\bagents?\b", re.I)
+_ID = re.compile(r"r\d+")  # a requirement's id, which says nothing of it
 # A link is not an explanation (and a small model's links are made up).
 _WEB_ADDRESS = re.compile(r"https?://|www\.|\b[\w-]+\.(?:com|org|io|net)/", re.I)
 # Words that name no product: a technology made only of them ("Cloud-based platform",
@@ -198,12 +201,17 @@ class Checker:
 
         return parse
 
-    def how_parser(self, technology: str, question: str = "") -> Callable[[str], str]:
+    def how_parser(
+        self, technology: str, question: str = "", said: Sequence[str] = (), title: str = ""
+    ) -> Callable[[str], str]:
         """One sentence of the design's own on how a component on `technology` meets a
-        requirement: not copied (from the brief or the `question`), no junk, cut to its
-        last whole clause where it reached the schema's length; a figure the brief
-        contradicts is asked about once, then listed."""
+        requirement: not copied (from the brief or the `question`), saying something besides
+        the names of the technology and the component (`title`), nor what was `said` for
+        another part of the requirement again; no junk, cut to its last whole clause where
+        it reached the schema's length. A figure the brief contradicts is asked about once,
+        then listed."""
         last = self._attempts()
+        named = set(words(f"{technology} {title}")) | _LINKING | {"requirement", "runs", "handle"}
 
         def parse(text: str) -> str:
             final = last()
@@ -211,6 +219,16 @@ class Checker:
             how = whole_clauses(how, how_chars(technology))
             if problem := self._problem("how", how, question=question):
                 raise AnswerError(problem)
+            own = [w for w in words(how) if w.rstrip("s") not in named and not _ID.fullmatch(w)]
+            if (
+                len(own) < HOW_WORDS
+            ):  # 12-07: "Google Cloud Dataflow runs on Google Cloud Dataflow."
+                raise AnswerError(f'"how" says nothing of what {technology} does for it')
+            if said and copied_share(how, said, REPEAT_NGRAM) >= COPIED:
+                raise AnswerError(
+                    '"how" repeats what was said for another part of the requirement; '
+                    "say how this part holds"
+                )
             if not final and (conflict := self._conflict("how", how)):
                 raise AnswerError(conflict)
             return how
@@ -222,9 +240,7 @@ class Checker:
         items = [whole_clauses(" ".join(str(v).split()), ITEM_CHARS) for v in listed]
         items = [i.strip(" .;,") for i in items]
         return [
-            i
-            for i in items
-            if i and not self._problem("item", i) and not self._names_an_agent(i)
+            i for i in items if i and not self._problem("item", i) and not self._names_an_agent(i)
         ]
 
     def estimates_parser(

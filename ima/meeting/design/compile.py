@@ -278,7 +278,7 @@ def _how(
 ) -> tuple[list[str], list[str]]:
     """A sentence on how a component on `technology` meets each part of a requirement, asked
     part by part without the proposal (whose phrases a small model copied); the parts with no
-    usable sentence of their own (an answer that repeats another part's says nothing new)."""
+    usable sentence of their own."""
     clauses = parts.requirement_parts(task, requirement)
     said: list[str] = []
     unsaid: list[str] = []
@@ -297,11 +297,11 @@ def _how(
             "how",
             f"{slot.id}:{requirement}" + (f".{number}" if several else ""),
             parts.how_schema(technology),
-            checker.how_parser(technology, question),
+            checker.how_parser(technology, question, said, slot.title),
             with_proposal=False,
             **fields,
         )
-        if how and how not in said:
+        if how:
             said.append(how)
         else:
             unsaid.append(clause)
