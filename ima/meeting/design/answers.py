@@ -217,14 +217,16 @@ class Checker:
             final = last()
             how = " ".join(str(_object_of(text).get("how") or "").split())
             how = whole_clauses(how, how_chars(technology))
-            if problem := self._problem("how", how, question=question):
+            # the sentence opens with its technology, as asked: those words copy nothing
+            said_here = how.removeprefix(technology).strip() or how
+            if problem := self._problem("how", said_here, question=question):
                 raise AnswerError(problem)
             own = [w for w in words(how) if w.rstrip("s") not in named and not _ID.fullmatch(w)]
             if (
                 len(own) < HOW_WORDS
             ):  # 12-07: "Google Cloud Dataflow runs on Google Cloud Dataflow."
                 raise AnswerError(f'"how" says nothing of what {technology} does for it')
-            if said and copied_share(how, said, REPEAT_NGRAM) >= COPIED:
+            if said and copied_share(said_here, said, REPEAT_NGRAM) >= COPIED:
                 raise AnswerError(
                     '"how" repeats what was said for another part of the requirement; '
                     "say how this part holds"
