@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from ima.core.settings import RunContext
 from ima.meeting.builder import compile_graph
-from ima.meeting.design.document import Design
 
 pytestmark = pytest.mark.model
 
 
 def test_same_seed_same_transcript_with_the_embedded_model(task):
-    """Twice the same meeting with one seed (up to its documentation, the same turns and
-    memories); then the first one's design: every part is grammar-constrained JSON, so the
-    design validates."""
+    """Twice the same meeting with one seed: the same turns and memories, every count the
+    model's own. (The embedded model's design is checked in test_eval_model.py: its
+    documentation takes minutes on CI.)"""
     settings = RunContext(
         model="embedded",
         turn_cap=2,
@@ -27,23 +24,17 @@ def test_same_seed_same_transcript_with_the_embedded_model(task):
         long_term=False,
     )
 
-    def run(thread: str) -> tuple[Any, dict, list[tuple[str, str]]]:
+    def run(thread: str) -> tuple[dict, list[tuple[str, str]]]:
         graph = compile_graph(task, "intrinsic", checkpointer=InMemorySaver())
         config = {"configurable": {"thread_id": thread}}
         out = graph.invoke({}, config, context=settings, interrupt_before=["documentation"])
-        return (
-            graph,
-            config,
-            [(t["speaker"], t["content"]) for t in out["transcript"]]
-            + [(role, slot["text"]) for role, slot in sorted(out["intrinsic_memory"].items())],
-        )
+        return out, [(t["speaker"], t["content"]) for t in out["transcript"]] + [
+            (role, slot["text"]) for role, slot in sorted(out["intrinsic_memory"].items())
+        ]
 
-    graph, config, first = run("first")
+    out, first = run("first")
     assert first and all(text for _, text in first[:2])
-    assert run("again")[2] == first
-
-    out = graph.invoke(None, config, context=settings)
-    Design.model_validate(out["final"]["spec"])
+    assert run("again")[1] == first
     assert all(u["estimated_calls"] == 0 for kinds in out["usage"].values() for u in kinds.values())
 
 

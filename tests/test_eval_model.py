@@ -18,6 +18,8 @@ from typer.testing import CliRunner
 
 from ima.cli.app import app
 from ima.evals.judge import MAX_ATTEMPTS, METRICS
+from ima.meeting.design.document import Design
+from ima.meeting.design.parts import requirement_parts
 
 pytestmark = pytest.mark.model
 
@@ -44,15 +46,19 @@ def test_embedded_eval_smoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ta
         assert row["turns"] == 1
         assert row["status"] == "turn_cap"
         assert row["design_checks"] is not None  # a structured design, its open parts named
+        # every part is grammar-constrained JSON, so the design validates
+        Design.model_validate_json((Path(row["out_dir"]) / "design.json").read_text())
         kinds = row["usage"]["by_kind"]
         assert kinds["agent_turn"]["calls"] == 1
         assert kinds.get("memory_update", {}).get("calls", 0) == (
             1 if row["condition"]["memory_mode"] == "intrinsic" else 0
         )
-        # a call per component and per later part (estimates, costs, plan, summary), some
-        # asked twice; a how per requirement a usable component meets
-        parts = len(task.design_plan.components) + 4
-        assert parts <= kinds["documentation"]["calls"] <= 2 * (parts + len(task.requirements))
+        # a call per component, estimate, cost line, the plan and the summary, and a how
+        # per part of each requirement a usable component meets; each asked twice at most
+        plan = task.design_plan
+        parts = len(plan.components) + len(plan.estimates) + len(plan.cost_lines) + 2
+        hows = sum(len(requirement_parts(task, r.id)) for r in task.requirements)
+        assert len(plan.components) + 4 <= kinds["documentation"]["calls"] <= 2 * (parts + hows)
         # every count is llama.cpp's own, none a tiktoken estimate
         assert row["usage"]["total"]["estimated_calls"] == 0
         assert all(k["estimated_calls"] == 0 and k["input_tokens"] > 0 for k in kinds.values())
