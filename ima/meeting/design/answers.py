@@ -2,13 +2,16 @@
 which the model is shown on the retry; what still cannot be used stays open.
 
 A component's technology must be one of the task's candidates (or a product's name, when
-the task lists none) and its justification its own, not another component's; a sentence on
-how a requirement is met must be the design's own words; an estimate must show how its
-number follows from the brief's figures, in arithmetic whose units give the estimate's (none
-of its factors the answer itself, made up), and takes that arithmetic's result; a unit price
-is a positive number; a plan's step opens with an action's verb. A web address, the question
-repeated or another script than the brief's is asked about again. A figure the brief's
-limits contradict is asked about once, then listed in the design's checks.
+the task lists none) and its justification its own, not another component's (on the last
+attempt a usable technology stands without its reason). A sentence on how a part of a
+requirement is met must be the design's own words, say more than its technology's name and
+not repeat another part's. A summary must say more than the components' names, and no sum
+the design does not cost. An estimate must show how its number follows from the brief's
+figures, in arithmetic whose units give the estimate's (none of its factors the answer
+itself, made up), and takes that arithmetic's result; a unit price is a positive number; a
+plan's step opens with an action's verb. A web address, the question repeated or another
+script than the brief's is asked about again. A figure the brief's limits contradict is
+asked about once, then listed in the design's checks.
 """
 
 from __future__ import annotations
@@ -221,10 +224,9 @@ class Checker:
             said_here = how.removeprefix(technology).strip() or how
             if problem := self._problem("how", said_here, question=question):
                 raise AnswerError(problem)
+            # 12-07: "Google Cloud Dataflow runs on Google Cloud Dataflow."
             own = [w for w in words(how) if w.rstrip("s") not in named and not _ID.fullmatch(w)]
-            if (
-                len(own) < HOW_WORDS
-            ):  # 12-07: "Google Cloud Dataflow runs on Google Cloud Dataflow."
+            if len(own) < HOW_WORDS:
                 raise AnswerError(f'"how" says nothing of what {technology} does for it')
             if said and copied_share(said_here, said, REPEAT_NGRAM) >= COPIED:
                 raise AnswerError(
