@@ -281,11 +281,13 @@ class ScriptedChatModel(BaseChatModel):
             title, requirement = how.groups()
             runs_on = re.search(r"^.+? runs on (.+?)\. Requirement", ask, re.M)
             tech = runs_on.group(1) if runs_on else title  # the sentence opens with it
-            part = re.search(r'one part of it: "(\S+ \S+ \S+)', ask)  # three words copy nothing
-            said = f", where it asks for {part.group(1)}" if part else ""
-            return json.dumps(
-                {"how": f"{tech} takes care of {requirement} for the {title.lower()}{said}."}
+            # the first three words of the part asked about (of the requirement when it is
+            # one part): each part's sentence its own, and three words copy nothing
+            part = re.search(r'one part of it: "(\S+ \S+ \S+)', ask) or re.search(
+                r'of the brief, [^:]+: "(\S+ \S+ \S+)', ask
             )
+            words = part.group(1).lower() if part else requirement
+            return json.dumps({"how": f"{tech} sees to it that {words} holds for {requirement}."})
         if "## Part: resource estimates" in ask:
             asked = re.findall(r'^- "(\w+)" \(([^)]+)\)', ask, re.M)  # each id and its unit
             return json.dumps({i: {"value": 12, "derivation": f"3 x 4 {u} = 12"} for i, u in asked})
