@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -134,3 +135,28 @@ def test_tables_are_set_up_once_by_concurrent_processes(pg_url):
     errors = [p.communicate(timeout=120)[1] for p in procs]
     assert all(p.returncode == 0 for p in procs), errors
     assert os.environ.get("IMA_DB") != pg_url
+
+
+def test_threads_opening_a_new_sqlite_file_together_all_get_in(tmp_path):
+    """SQLite refuses a journal-mode change at once while another connection opens the same
+    new file (no busy wait); `ima eval --concurrency 4` opened its database that way."""
+    import threading
+
+    from ima.storage.sqlite import connect
+
+    errors: list[sqlite3.Error] = []
+
+    def open_and_write(path: Path) -> None:
+        try:
+            connect(path, autocommit=True).execute("CREATE TABLE IF NOT EXISTS t (a)")
+        except sqlite3.Error as exc:
+            errors.append(exc)
+
+    for attempt in range(150):
+        path = tmp_path / f"{attempt}.sqlite"
+        threads = [threading.Thread(target=open_and_write, args=(path,)) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert errors == []

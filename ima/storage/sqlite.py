@@ -7,6 +7,7 @@ what could not be opened and what to do."""
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 from urllib.parse import quote
 
@@ -26,7 +27,7 @@ def connect(path: Path, *, timeout: float = 30.0, autocommit: bool = False) -> s
     try:
         if new:  # freed pages can go back to the file system (it takes effect on new files)
             conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
-        conn.execute("PRAGMA journal_mode=WAL")  # also fails fast on a file that is not SQLite
+        _use_wal(conn, timeout)  # also fails fast on a file that is not SQLite
         conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
         # With WAL, NORMAL syncs at checkpoints, not at every commit: a killed process loses
         # nothing committed; only a power cut can undo the last few steps (never corrupts).
@@ -35,6 +36,21 @@ def connect(path: Path, *, timeout: float = 30.0, autocommit: bool = False) -> s
         conn.close()
         raise
     return conn
+
+
+def _use_wal(conn: sqlite3.Connection, timeout: float) -> None:
+    """Switch to WAL, waiting up to `timeout` seconds while other connections hold the file:
+    SQLite answers a journal-mode change with "locked" at once, without its busy handler,
+    when several connections open a new file together."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
 
 
 def connect_read_only(path: Path, timeout: float = 30.0) -> sqlite3.Connection:
