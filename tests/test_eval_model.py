@@ -4,7 +4,8 @@ the report and the plots. Kept short for CI on 2 cores.
 What the 0.5B model writes is not asserted (its verdict may be unusable, its specification
 may fail validation); what ima does with it is: token counts are llama.cpp's own, a run ends
 as a one-turn run may end, a verdict is scored or recorded as failed with its attempts, and
-the report shows exactly the numbers the stored rows have.
+the report shows exactly the numbers the stored rows have. The task is the data pipeline with
+two components and one estimate, so each write-up is a dozen calls, not forty.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import md_table
 from typer.testing import CliRunner
 
@@ -20,6 +22,7 @@ from ima.cli.app import app
 from ima.evals.judge import MAX_ATTEMPTS, METRICS
 from ima.meeting.design.document import Design
 from ima.meeting.design.parts import requirement_parts
+from ima.tasks import TASKS_DIR, load_task
 
 pytestmark = pytest.mark.model
 
@@ -28,15 +31,27 @@ def tokens(usage: dict) -> int:
     return usage["input_tokens"] + usage["output_tokens"]
 
 
-def test_embedded_eval_smoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, task) -> None:
+def two_component_task(tmp_path: Path) -> Path:
+    """The data-pipeline task with its design cut to two components and one estimate."""
+    data = yaml.safe_load((TASKS_DIR / "data_pipeline.yaml").read_text())
+    design = data["design"]
+    design["components"] = design["components"][:2]
+    design["estimates"] = [e for e in design["estimates"] if e["id"] == "network"]
+    design["cost_lines"] = ["Network"]
+    path = tmp_path / "two-components.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def test_embedded_eval_smoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("xllamacpp")
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("IMA_DB", raising=False)
     out = tmp_path / "ev"
-    result = CliRunner().invoke(
-        app,
-        ["eval", "--model", "embedded", "--pairs", "1", "--turn-cap", "1", "--out", str(out)],
-    )
+    task_file = two_component_task(tmp_path)
+    task = load_task(str(task_file))
+    args = ["--model", "embedded", "--task", str(task_file), "--pairs", "1", "--turn-cap", "1"]
+    result = CliRunner().invoke(app, ["eval", *args, "--out", str(out)])
     assert result.exit_code == 0, result.output
 
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
@@ -57,7 +72,8 @@ def test_embedded_eval_smoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ta
         # per part of each requirement a usable component meets; each asked twice at most
         plan = task.design_plan
         parts = len(plan.components) + len(plan.estimates) + len(plan.cost_lines) + 2
-        hows = sum(len(requirement_parts(task, r.id)) for r in task.requirements)
+        met = {rid for component in plan.components for rid in component.meets}
+        hows = sum(len(requirement_parts(task, rid)) for rid in met)
         assert len(plan.components) + 4 <= kinds["documentation"]["calls"] <= 2 * (parts + hows)
         # every count is llama.cpp's own, none a tiktoken estimate
         assert row["usage"]["total"]["estimated_calls"] == 0
