@@ -37,10 +37,12 @@ def _setup(f: dict[str, Any]) -> str:
 
 def print_report(figures: dict[str, Any], kills: int) -> None:
     print("PostgreSQL: procrastinate workers (scripted model, long-term memory on)")
+    first = figures["scaling"][0]
+    against = "one worker" if first["workers"] == first["concurrency"] == 1 else "the first"
     for f in figures["scaling"]:
         print(
             f"  {_setup(f):28} {f['jobs']} jobs in {f['seconds']:6.1f} s "
-            f"({f['per_minute']:5.1f}/min) · {f['speedup']:.2f}x one worker"
+            f"({f['per_minute']:5.1f}/min) · {f['speedup']:.2f}x {against}"
         )
     fault = figures["kills"]
     print(

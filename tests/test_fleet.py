@@ -12,8 +12,19 @@ from ima.runs.database import open_database
 
 @pytest.mark.slow
 def test_fleet_benchmark_passes_small(pg_url, capsys):
-    small = ["--jobs", "4", "--sizes", "1,2", "--kills", "2", "--turn-cap", "6"]
-    small += ["--delay", "0.1", "--resumes", "4", "--stall-seconds", "2"]
+    small = [
+        "--jobs",
+        "4",
+        "--sizes",
+        "2",
+        "--kills",
+        "2",
+        "--fault-workers",
+        "2",
+        "--turn-cap",
+        "6",
+    ]
+    small += ["--delay", "0.1", "--resumes", "3", "--stall-seconds", "2"]
     code = fleet.main(["--db", pg_url, *small])
     out = capsys.readouterr().out
     print(out)
