@@ -75,3 +75,16 @@ def test_the_examples_import_the_library_by_its_public_names_only():
         if module.startswith("intrinsic_memory.")
     ]
     assert reached == [], f"import these from intrinsic_memory itself: {reached}"
+
+
+def test_the_command_line_starts_without_the_planner_or_langchain_agents():
+    """Every `ima` process pays for what the command line imports: unified-planning (a PDDL
+    run's) and langchain.agents (the library's create_agent middleware's) cost seconds and
+    load only where they are used."""
+    heavy = "('unified_planning', 'langchain.agents')"
+    code = f"import sys, ima.cli.app; print([m for m in sys.modules if m.startswith({heavy})])"
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"

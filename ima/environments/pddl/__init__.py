@@ -26,7 +26,16 @@ from ima.environments.pddl.catalog import (
     list_domains,
     list_problems,
 )
-from ima.environments.pddl.environment import Env
+
+
+def __getattr__(name: str) -> object:
+    # unified-planning takes seconds to import: load it when an environment is made, not
+    # when the command line lists the domains
+    if name == "Env":
+        from ima.environments.pddl.environment import Env
+
+        return Env
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "PROBLEMS_DIR",

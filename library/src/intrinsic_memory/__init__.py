@@ -38,7 +38,7 @@ _EXPORTS = {
     "IntrinsicMemoryMiddleware": "intrinsic_memory.middleware",
     "subagent_tool": "intrinsic_memory.middleware",
     "AgentMemory": "intrinsic_memory.state",
-    "IntrinsicMemoryState": "intrinsic_memory.state",
+    "IntrinsicMemoryState": "intrinsic_memory.middleware",
     "MemoryChannel": "intrinsic_memory.state",
     "UsageChannel": "intrinsic_memory.state",
     "add_usage": "intrinsic_memory.state",
@@ -148,7 +148,11 @@ if TYPE_CHECKING:
         write_template,
     )
     from intrinsic_memory.memory import MemoryTemplate
-    from intrinsic_memory.middleware import IntrinsicMemoryMiddleware, subagent_tool
+    from intrinsic_memory.middleware import (
+        IntrinsicMemoryMiddleware,
+        IntrinsicMemoryState,
+        subagent_tool,
+    )
     from intrinsic_memory.models import (
         CallUsage,
         Reply,
@@ -172,7 +176,6 @@ if TYPE_CHECKING:
     )
     from intrinsic_memory.state import (
         AgentMemory,
-        IntrinsicMemoryState,
         MemoryChannel,
         UsageChannel,
         add_usage,

@@ -19,9 +19,14 @@ between calls, and parallel calls keep both updates.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, NotRequired
 
-from langchain.agents.middleware.types import AgentMiddleware, ModelRequest, ModelResponse
+from langchain.agents.middleware.types import (
+    AgentMiddleware,
+    AgentState,
+    ModelRequest,
+    ModelResponse,
+)
 from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 from langgraph.prebuilt import InjectedState
@@ -31,8 +36,17 @@ from langgraph.types import Command
 from intrinsic_memory.context import check_budget, fit_context
 from intrinsic_memory.manager import IntrinsicMemory
 from intrinsic_memory.nodes import amemory_step, memory_step
-from intrinsic_memory.state import MEMORY_KEY, IntrinsicMemoryState, memory_of, own_output
+from intrinsic_memory.state import MEMORY_KEY, MemoryChannel, memory_of, own_output
 from intrinsic_memory.tokens import TokenCounter, count_message_tokens
+
+
+# Here, not beside the other state types: langchain.agents costs a second to import, which
+# graphs without create_agent should not pay.
+class IntrinsicMemoryState(AgentState):
+    """`create_agent` state with each agent's memory (`state_schema=` of a supervisor whose
+    subagents keep memory; the middleware adds it to its own agent by itself)."""
+
+    intrinsic_memory: NotRequired[MemoryChannel]
 
 
 class IntrinsicMemoryMiddleware(AgentMiddleware[IntrinsicMemoryState, Any]):

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, NotRequired
 
-from langchain.agents.middleware.types import AgentState
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from typing_extensions import TypedDict
 
@@ -64,13 +63,6 @@ UsageChannel = Annotated[dict[str, dict[str, CallUsage]], add_usage]
 UsageChannel.__doc__ = """The type of a graph state's usage key (`usage_key=` of
 `add_intrinsic_memory` and `memory_node`): each agent's `CallUsage` per kind of call, summed
 (`usage: UsageChannel`)."""
-
-
-class IntrinsicMemoryState(AgentState):
-    """`create_agent` state with each agent's memory (`state_schema=` of a supervisor whose
-    subagents keep memory; the middleware adds it to its own agent by itself)."""
-
-    intrinsic_memory: NotRequired[MemoryChannel]
 
 
 def memory_of(state: Mapping[str, Any], agent: str, key: str = MEMORY_KEY) -> AgentMemory | None:
