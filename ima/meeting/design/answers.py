@@ -225,8 +225,7 @@ class Checker:
             if problem := self._problem("how", said_here, question=question):
                 raise AnswerError(problem)
             # 12-07: "Google Cloud Dataflow runs on Google Cloud Dataflow."
-            own = [w for w in words(how) if w.rstrip("s") not in named and not _ID.fullmatch(w)]
-            if len(own) < HOW_WORDS:
+            if len(_own_words(how, named)) < HOW_WORDS:
                 raise AnswerError(f'"how" says nothing of what {technology} does for it')
             if said and copied_share(said_here, said, REPEAT_NGRAM) >= COPIED:
                 raise AnswerError(
@@ -381,7 +380,7 @@ class Checker:
                 raise AnswerError(problem)
             if proposal and copied_share(summary, [proposal]) >= COPIED:
                 raise AnswerError('"summary" copies the proposal; summarise the components')
-            if components and len([w for w in words(summary) if w not in named]) < OWN_WORDS:
+            if components and len(_own_words(summary, named)) < OWN_WORDS:
                 raise AnswerError(
                     '"summary" only lists the components; say in sentences what the pipeline '
                     "does with the data and how it meets the requirements"
@@ -416,6 +415,16 @@ def _money_of(costs: Costs) -> list[float]:
 
 def _near(value: float, result: float) -> bool:
     return abs(value - result) <= TOLERANCE * abs(result)
+
+
+def _own_words(text: str, named: set[str]) -> list[str]:
+    """The words of `text` that are not `named` (a plural counts as its singular) nor a
+    requirement's id: what a sentence says besides the names it was asked about."""
+    return [
+        w
+        for w in words(text)
+        if w not in named and w.rstrip("s") not in named and not _ID.fullmatch(w)
+    ]
 
 
 def _object_of(text: str) -> dict[str, Any]:
