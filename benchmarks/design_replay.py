@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     print(markdown)
     usage = compiled.usage
     print(
-        f"calls {compiled.calls}, retried {compiled.retried}, recomputed {compiled.recomputed}; "
+        f"calls {compiled.calls}, retried {compiled.retried}; "
         f"generated {usage['output_tokens']:,}, prompt {usage['input_tokens']:,} "
         f"(cached {usage.get('cached_tokens', 0):,}); {seconds:.0f} s",
         file=sys.stderr,

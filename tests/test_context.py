@@ -239,8 +239,9 @@ def test_in_the_shared_layout_every_documentation_call_opens_like_the_last_turn(
     assert out["status"] == "finalized"
     _, (last_system, _) = recorder.of_kind("agent_turn")[-1]
     calls = recorder.of_kind("documentation")
-    # 8 components, the 20 parts of 11 requirements, 4 estimates, 4 prices, plan, summary
-    assert len(calls) == 38
+    # 8 components, the 20 parts of 11 requirements, 3 estimates (the GPU-hours' one
+    # derivation needs no call), 4 prices, plan, summary
+    assert len(calls) == 37
     assert {system.content for _, (system, _) in calls} == {last_system.content}
     hows = [user for _, (_, user) in calls if user.content.startswith("## Part: how ")]
     assert len(hows) == 20  # asked without the proposal, which a small model copied

@@ -289,8 +289,9 @@ class ScriptedChatModel(BaseChatModel):
             words = part.group(1).lower() if part else requirement
             return json.dumps({"how": f"{tech} sees to it that {words} holds for {requirement}."})
         if "## Part: resource estimates" in ask:
-            asked = re.findall(r'^- "(\w+)" \(([^)]+)\)', ask, re.M)  # each id and its unit
-            return json.dumps({i: {"value": 12, "derivation": f"3 x 4 {u} = 12"} for i, u in asked})
+            listed = ask.split("each with its result:")[-1]  # "- DERIVATION = RESULT UNIT"
+            choices = re.findall(r"^- (.+?) = [\d.,]+ [^=\n]+$", listed, re.M)
+            return json.dumps({"derivation": choices[0] if choices else ""})
         if "## Part: unit price" in ask:
             return json.dumps({"price": 2})
         components = re.findall(r"^- ([^:\n]+): (.+)$", _between(ask, "The components"), re.M)

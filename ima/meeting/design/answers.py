@@ -6,10 +6,9 @@ the task lists none) and its justification its own, not another component's (on 
 attempt a usable technology stands without its reason). A sentence on how a part of a
 requirement is met must be the design's own words, say more than its technology's name and
 not repeat another part's. A summary must say more than the components' names, and no sum
-the design does not cost. An estimate must show how its number follows from the brief's
-figures, in arithmetic whose units give the estimate's (none of its factors the answer
-itself, made up), and takes that arithmetic's result; a unit price is a positive number; a
-plan's step opens with an action's verb. A web address, the question repeated or another
+the design does not cost. An estimate is one of the derivations the brief's figures allow
+(`dimensions.derivations`), whole; a unit price is a positive number; a plan's step opens
+with an action's verb. A web address, the question repeated or another
 script than the brief's is asked about again. A figure the brief's limits contradict is
 asked about once, then listed in the design's checks.
 """
@@ -24,19 +23,12 @@ from intrinsic_memory import scripts_of, strip_foreign
 
 from ima.core.ngrams import words
 from ima.meeting.design.checks import (
-    compute_derivation,
     copied_share,
     figure_conflicts,
     figures_in,
     junk_reason,
 )
-from ima.meeting.design.dimensions import (
-    assumed_answer,
-    dimension_problem,
-    figure_numbers,
-    in_unit,
-    unexplained_count,
-)
+from ima.meeting.design.dimensions import figure_numbers
 from ima.meeting.design.document import Component, Costs, Estimate
 from ima.meeting.design.parts import (
     ITEM_CHARS,
@@ -44,6 +36,7 @@ from ima.meeting.design.parts import (
     STEP_CHARS,
     SUMMARY_CHARS,
     WHY_CHARS,
+    estimate_of,
     given_texts,
     how_chars,
     whole_clauses,
@@ -77,8 +70,7 @@ _LINKING = frozenset("a an and the of for with on in to its it is are uses use".
 COPIED = 0.5
 # A component's reason with half its word 4-grams in an earlier component's repeats it.
 REPEAT_NGRAM = 4
-# An estimate off its own derivation's result (in the estimate's unit) by more than this
-# takes that result.
+# A sum a summary names is one of the design's costs when this close to it.
 TOLERANCE = 0.05
 # The plan prompt's placeholder, copied: "Set up the vehicle upload on X before ...".
 _PLACEHOLDER = re.compile(r"\s*(?:\b(?:before|after|so that|then)\s*)?(?:\.{3,}|…)[.\s]*$", re.I)
@@ -246,19 +238,20 @@ class Checker:
             i for i in items if i and not self._problem("item", i) and not self._names_an_agent(i)
         ]
 
-    def estimates_parser(
-        self, slots: Sequence[EstimateSlot]
-    ) -> Callable[[str], tuple[list[Estimate], list[str]]]:
-        by_id = {slot.id: slot for slot in slots}
+    def estimate_parser(
+        self, slot: EstimateSlot, choices: Sequence[tuple[str, float]]
+    ) -> Callable[[str], Estimate]:
+        """The estimate of the derivation chosen among `choices`, copied whole (a grammar
+        sees to it on llama.cpp and Ollama; any other backend's answer is checked here)."""
+        results = dict(choices)
 
-        def estimate(name: str, value: float | None, derivation: str) -> Estimate:
-            slot = by_id[name]
-            return Estimate(
-                id=name, label=slot.label, unit=slot.unit, value=value, derivation=derivation
-            )
+        def parse(text: str) -> Estimate:
+            derivation = " ".join(str(_object_of(text).get("derivation") or "").split())
+            if derivation not in results:
+                raise AnswerError('"derivation" must be one of the listed derivations, whole')
+            return estimate_of(slot, derivation, results[derivation])
 
-        units = {slot.id: slot.unit for slot in slots}
-        return self._figures_parser(units, estimate)
+        return parse
 
     def price_parser(self) -> Callable[[str], float]:
         """A unit price in USD: a positive number, or its digits in a string (the schema's
@@ -273,65 +266,6 @@ class Checker:
             return float(price)
 
         return parse
-
-    def _figures_parser(
-        self, units: dict[str, str], make: Callable[[str, float | None, str], Any]
-    ) -> Callable[[str], tuple[list[Any], list[str]]]:
-        """The parser of a part made of named figures (estimates, by name with their units):
-        each one checked by `_figure`, and the names whose value was recomputed."""
-        last = self._attempts()
-
-        def parse(text: str) -> tuple[list[Any], list[str]]:
-            final = last()
-            data = _object_of(text)
-            made, recomputed = [], []
-            for name, unit in units.items():
-                value, derivation, changed = self._figure(data.get(name), name, unit, final)
-                if changed:
-                    recomputed.append(name)
-                made.append(make(name, value, derivation))
-            return made, recomputed
-
-        return parse
-
-    def _figure(
-        self, entry: Any, name: str, unit: str, final: bool
-    ) -> tuple[float | None, str, bool]:
-        """(value, derivation, recomputed) of one estimate in `unit`; AnswerError on a first
-        answer that lacks a positive number, or a readable derivation whose units give the
-        estimate's. A value its derivation does not give takes the derivation's result."""
-        entry = entry if isinstance(entry, dict) else {}
-        value = entry.get("value")
-        derivation = " ".join(str(entry.get("derivation") or "").split())
-        usable = isinstance(value, int | float) and not isinstance(value, bool) and value > 0
-        computed = compute_derivation(derivation)
-        problem = "" if usable else f'"{name}" needs a positive number'
-        problem = problem or self._problem(f"{name} derivation", derivation, own_words=False)
-        if not problem and computed is None:  # 12-06: "TB per month", "120000*USD"
-            problem = f'"{name}" derivation must be arithmetic on numbers that gives it'
-        if not problem and (wrong := dimension_problem(derivation, unit)):
-            problem = f'"{name}" derivation does not give {unit}: {wrong}'
-        if not problem and (assumed := assumed_answer(derivation, unit, self.given)):
-            problem = (
-                f'"{name}" derivation assumes its answer: "{assumed}" is no figure of the brief'
-            )
-        if not problem and (count := unexplained_count(derivation, self.given)):
-            problem = f'"{name}" derivation counts "{count}", which is no figure of the brief'
-        if problem:
-            if not final:
-                raise AnswerError(problem)
-            return None, "", False
-        result = in_unit(derivation, unit)
-        if result is None:  # a dimension_problem found none: the month rule agrees
-            return float(value), derivation, False
-        # what the model wrote after "=" may disagree with its own arithmetic: show the
-        # result, with the unit where the units' sizes converted it (GB to TB)
-        shown = _with_result(derivation, result, "" if _near(result, computed) else unit)
-        if not _near(float(value), result):
-            # the arithmetic, its units checked, is the reasoning; the value was a guess
-            # (12-06: asked to fix one, the 0.5B model broke a right derivation)
-            return round(result, 2), shown, True
-        return float(value), shown, False
 
     def plan_parser(self, components: Sequence[Component]) -> Callable[[str], list[str]]:
         """A plan's usable steps; on the last attempt, those of whichever attempt had more."""
@@ -394,13 +328,6 @@ class Checker:
             return summary
 
         return parse
-
-
-def _with_result(derivation: str, result: float, unit: str = "") -> str:
-    """The arithmetic `compute_derivation` read (left of the first "="), ending in the
-    result the estimate takes (in `unit` when given): not what the model wrote after it."""
-    head = derivation.split("=", 1)[0].strip()
-    return f"{head} = {result:,.2f}".removesuffix(".00") + (f" {unit}" if unit else "")
 
 
 def _money_of(costs: Costs) -> list[float]:

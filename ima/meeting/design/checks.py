@@ -28,13 +28,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ima.core.ngrams import ngram_set, ngrams, words
-from ima.meeting.design.dimensions import NUMBER
 from ima.tasks import KeyFigure, Task
 
 __all__ = [
     "COPY_NGRAM",
     "Figure",
-    "compute_derivation",
     "copied_share",
     "figure_conflicts",
     "figures_in",
@@ -295,34 +293,3 @@ def unit_errors(text: str) -> list[str]:
         if kind != expected:
             errors.append(match.group(0))
     return errors
-
-
-_TERM = re.compile(NUMBER)
-_OPERATOR = re.compile(r"\s*([x\u00d7*+/])\s*", re.I)
-
-
-def compute_derivation(derivation: str) -> float | None:
-    """The result of the products, quotients and sums written out in `derivation` ("12 TB/day
-    x 30 days", "200 x 60 GB + 5 TB = ...", "800 h / 2"), left of any "="; None when it holds
-    no operation on numbers (a unit's "/" is not one: "TB/day" has no number after it)."""
-    left = derivation.split("=", 1)[0]
-    tokens = re.findall(rf"{NUMBER}|[x\u00d7*+/](?=\s*\d)", left, re.I)
-    if len(tokens) < 3 or not _TERM.fullmatch(tokens[0]):
-        return None
-    total, product = 0.0, float(tokens[0].replace(",", ""))
-    operator = None
-    for token in tokens[1:]:
-        if _OPERATOR.fullmatch(token):
-            operator = token.strip().lower()
-            continue
-        value = float(token.replace(",", ""))
-        if operator == "+":
-            total, product = total + product, value
-        elif operator in ("x", "\u00d7", "*"):
-            product *= value
-        elif operator == "/" and value:
-            product /= value
-        else:  # two numbers without an operator: not a derivation we can read
-            return None
-        operator = None
-    return total + product

@@ -3,8 +3,9 @@ proposal the meeting accepted and every agent's memory, never from votes, flags 
 facilitator's instructions.
 
 Each part is one small structured call a small model can fill (`ima.meeting.design.parts`):
-one per component, then the estimates, a unit price per monthly cost line (the code
-multiplies it by the line's estimate), the plan and the summary. Every answer is checked
+one per component, then the estimates (each chosen among the derivations the brief's figures
+allow), a unit price per monthly cost line (the code multiplies it by the line's estimate),
+the plan and the summary. Every answer is checked
 (`ima.meeting.design.checks`); a bad one is asked for once more with its problem named, and
 what is still unusable stays open or missing without giving up the other parts. All calls
 open with the same system message and, but for the sentences on how a requirement is met,
@@ -29,6 +30,7 @@ from ima.core.tokens import count_tokens
 from ima.meeting.design import parts
 from ima.meeting.design.answers import ACTION_VERBS, Checker
 from ima.meeting.design.checks import figure_conflicts, junk_reason, unit_errors
+from ima.meeting.design.dimensions import derivations
 from ima.meeting.design.document import (
     Component,
     Conflict,
@@ -58,7 +60,6 @@ class Compiled:
     calls: int = 0
     retried: list[str] = field(default_factory=list)  # parts asked for twice
     unusable: dict[str, str] = field(default_factory=dict)  # part: why its last answer failed
-    recomputed: list[str] = field(default_factory=list)  # estimates set to their derivation
 
 
 def _clean_lines(text: str, task: Task, instructions: Sequence[str], tokens: int) -> str:
@@ -168,15 +169,6 @@ class _Asker:
         if outcome.error:
             self.compiled.unusable[part] = outcome.error
         return outcome.value
-
-    def figures(
-        self, name: str, part: str, schema: dict[str, Any], parse: Any, empty: Any, **fields: Any
-    ) -> Any:
-        """A figure the checker recomputes (an estimate, a cost line): the answer's, or
-        `empty` when no answer was usable; what was recomputed is kept with the design."""
-        value, recomputed = self.ask(name, part, schema, parse, **fields) or ([empty], [])
-        self.compiled.recomputed += recomputed
-        return value[0]
 
 
 def compile_design(
@@ -309,18 +301,25 @@ def _how(
 
 
 def _estimate(asker: _Asker, checker: Checker, task: Task, slot: EstimateSlot) -> Estimate:
-    """One estimate, in a call of its own (a small model copied the asks into a joint
-    answer), its arithmetic on the figures it is shown and the conversions only."""
-    figures = parts.figure_lines(task, slot.ask)
-    return asker.figures(
+    """One estimate: the model chooses among the derivations the figures its ask names allow
+    (`derivations`: their units give the estimate's), the closest to its ask, in a call of
+    its own; a single one is taken without a call, and with none the estimate is open,
+    saying so."""
+    shown = parts.figure_lines(task, slot.ask).splitlines()
+    choices = parts.closest_choices(derivations(shown, slot.unit), slot.ask)
+    if not choices:
+        return parts.open_estimate(slot, f"no figures of the brief multiply into {slot.unit}")
+    if len(choices) == 1:
+        return parts.estimate_of(slot, *choices[0])
+    chosen = asker.ask(
         "estimates",
         f"estimate:{slot.id}",
-        parts.estimates_schema([slot], figures),
-        checker.estimates_parser([slot]),
-        parts.empty_estimates([slot])[0],
-        figures=figures,
-        estimate=parts.estimate_lines([slot]),
+        parts.estimate_schema(choices),
+        checker.estimate_parser(slot, choices),
+        estimate=parts.estimate_line(slot),
+        choices=parts.choice_lines(choices, slot.unit),
     )
+    return chosen or parts.open_estimate(slot, "no derivation was chosen")
 
 
 def _cost_line(

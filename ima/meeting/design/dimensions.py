@@ -7,27 +7,26 @@ held); the numbers multiply, the units do not.
 The units are the model's free words, not a units library's input ("recorded pervehicle",
 "a month"), so they are read here: a known unit word counts, any other word (vehicles, runs,
 depots) is a count without dimension. A unit word has its size too (GB or TB, hours or
-days), so `in_unit` gives a derivation's result in the estimate's unit.
+days), so `in_unit` gives a derivation's result in the estimate's unit, and `derivations`
+lists the products of the brief's figures that give an estimate's unit, for the model to
+choose among.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections import Counter
+from collections.abc import Sequence
 
 __all__ = [
-    "CONVERSIONS",
     "NUMBER",
-    "assumed_answer",
+    "derivations",
     "dimension_problem",
     "figure_numbers",
     "in_unit",
-    "unexplained_count",
 ]
-
-# Counts a derivation may use without the brief: the calendar's and the units' own.
-CONVERSIONS = frozenset({1, 2, 4, 4.3, 4.33, 7, 12, 24, 26, 30, 31, 52, 60, 365, 730, 1000, 1024})
 
 Dimension = Counter  # base dimension -> exponent ("data": 1, "time": -1 for TB/day)
 
@@ -68,7 +67,7 @@ _RATES: dict[str, tuple[Counter, float]] = {
 }
 _PER = {"per", "a", "an", "each", "every"}  # "per month", "a month": the next word divides
 _MACHINE_HOURS = re.compile(r"\b(v?cpu|gpu|core)[\s-]?(?:hours?|hrs?|h)\b", re.I)
-_OPERATOR = re.compile(r"\s*([x\u00d7*+/])\s*(?=\d)", re.I)  # as `compute_derivation` reads
+_OPERATOR = re.compile(r"\s*([x\u00d7*+/])\s*(?=\d)", re.I)  # an operator before a number
 # A number as a derivation writes it ("12", "45,000", "4.3"): the one reading of the checks,
 # the answers and the units.
 NUMBER = r"\d[\d,]*(?:\.\d+)?"
@@ -196,41 +195,6 @@ def _accepted(unit: str) -> list[tuple[Dimension, int]]:
     return accepted
 
 
-def assumed_answer(derivation: str, unit: str, given: set[float]) -> str:
-    """A factor of a product in `derivation` written in `unit` itself that is no figure of
-    `given` (the brief's numbers), or "": the answer assumed, then scaled (12-07: "100
-    GPU-hours a month x 2 weeks" for the GPU-hours a month; the brief has 400 GPU-hours a
-    run). A term added on its own ("+ 40 TB") is the design's own share, and a factor in
-    other words ("300 vCPU", a rate of the same dimension) an assumption of its own."""
-    terms, operators = _terms(derivation)
-    multiplied = {i for i, op in enumerate(operators) if op != "+"}
-    multiplied |= {i + 1 for i in multiplied}
-    wanted = _words(unit)
-    for i in sorted(multiplied):
-        term = terms[i].strip()
-        number = _NUMBER.match(term)
-        if number is None or not wanted <= _words(_NUMBER.sub("", term)):
-            continue
-        if float(number.group(0).replace(",", "")) not in given:
-            return term
-    return ""
-
-
-def unexplained_count(derivation: str, given: set[float]) -> str:
-    """A factor without a unit (a plain count) that is neither a figure of `given` (the
-    brief's numbers) nor a conversion (`CONVERSIONS`), or "" (12-07: "... x 1000000000
-    units" made two billion GPU-hours a month)."""
-    terms, _ = _terms(derivation)
-    for term in (t.strip() for t in terms):
-        number = _NUMBER.match(term)
-        if number is None or _dimension_of(_NUMBER.sub("", term)):
-            continue
-        value = float(number.group(0).replace(",", ""))
-        if value not in given and value not in CONVERSIONS:
-            return term
-    return ""
-
-
 def figure_numbers(text: str) -> set[float]:
     """The numbers `text` states as figures ("45,000" is 45000; the "100" of "A100" none)."""
     return {float(n.replace(",", "")) for n in _FIGURE_NUMBER.findall(text)}
@@ -252,3 +216,62 @@ def dimension_problem(derivation: str, unit: str) -> str:
     if any(found[0] == dimension for dimension, _ in _accepted(unit)):
         return ""
     return f"its units give {_spoken(found[0])}, not {unit}"
+
+
+# -- the derivations a set of figures allows --------------------------------------------------
+
+_SPELLED = {"two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "ten": "10"}
+# A month in the unit a figure counts time in, written out where a derivation converts
+# ("12 TB/day x 30 days per month"); a month is 30 days, as `_evaluate` reckons.
+_MONTH_IN = {
+    "day": "30 days per month",
+    "hour": "720 hours per month",
+    "week": "4.29 weeks per month",
+}
+
+
+def as_term(figure: str) -> str:
+    """A figure of the brief as a derivation's term: its number first, spelled numbers and
+    hyphenated units written out ("retraining every two weeks": "2 weeks"; "about 400 A100
+    GPU-hours per training run": "400 A100 GPU-hours per training run"); "" without one."""
+    text = figure.removeprefix("- ").strip()
+    text = re.sub(r"\b(two|three|four|five|six|ten)\b", lambda m: _SPELLED[m.group(1)], text)
+    text = re.sub(rf"({NUMBER})-(\w)", r"\1 \2", text)  # "8-hour" is 8 hours
+    found = _FIGURE_NUMBER.search(text)
+    return text[found.start() :] if found else ""
+
+
+def derivations(figures: Sequence[str], unit: str) -> list[tuple[str, float]]:
+    """Every product or quotient of one or two of `figures` whose units give exactly `unit`,
+    with its result in `unit`, one derivation per result (the first written): what an
+    estimate can be derived as from those figures alone, a month converted where the unit
+    is monthly. A small model asked to write the arithmetic chained figures whatever their
+    units (12-07: "80 TB/day + 30 days + 12 TB/day" for the storage held); choosing among
+    these, its answer is arithmetic that holds."""
+    terms = [t for t in dict.fromkeys(as_term(f) for f in figures) if t]
+    terms.sort(key=lambda t: not _dimension_of(_NUMBER.sub("", t))["time"] < 0)  # rates first
+    wanted = _dimension_of(unit)
+    found: dict[str, tuple[str, float]] = {}  # by the result to six significant digits
+    candidates = [[t] for t in terms] + [
+        [a, op, b] for a, b in itertools.permutations(terms, 2) for op in ("x", "/")
+    ]
+    for pieces in candidates:
+        derivation = _month_written(" ".join(pieces), unit)
+        evaluated = _evaluate(derivation)
+        if evaluated is None or evaluated[0] != wanted:
+            continue
+        result = in_unit(derivation, unit)
+        if result is not None and math.isfinite(result) and result > 0:
+            found.setdefault(f"{result:.6g}", (derivation, result))
+    return list(found.values())
+
+
+def _month_written(derivation: str, unit: str) -> str:
+    """`derivation` with the month its monthly unit converts to written out, where its time
+    is counted in days, hours or weeks ("12 TB/day" per month: "x 30 days per month")."""
+    if "month" not in unit.lower() or "month" in derivation.lower():
+        return derivation
+    for word, month in _MONTH_IN.items():
+        if re.search(rf"(?<![\w-]){word}s?\b|/{word}\b", derivation, re.I):  # no GPU-hours
+            return f"{derivation} x {month}"
+    return derivation

@@ -52,13 +52,15 @@ class Component(_Strict):
 
 
 class Estimate(_Strict):
-    """A resource estimate in the task's unit; `value` None when none could be used."""
+    """A resource estimate in the task's unit; `value` None when none could be used, and
+    then `open_because` says why."""
 
     id: str
     label: str
     unit: str
     value: float | None = None
     derivation: str = ""
+    open_because: str = ""
 
 
 class CostLine(_Strict):

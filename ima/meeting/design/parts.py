@@ -7,16 +7,15 @@ the model). The answers are checked in `answers.py`.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from ima.meeting.design.dimensions import CONVERSIONS, figure_numbers
 from ima.meeting.design.document import Component, CostLine, Costs, Estimate
 from ima.tasks import ComponentSlot, EstimateSlot, Task
 
 __all__ = [
     "component_schema",
-    "estimates_schema",
+    "estimate_schema",
     "given_texts",
     "how_schema",
     "output_cap",
@@ -165,6 +164,7 @@ def meets_line(task: Task, slot: ComponentSlot) -> str:
     return "; ".join(named) or "the brief's requirements together with the other parts"
 
 
+CHOICES_SHOWN = 4  # derivations an estimate chooses among
 FIGURES_SHOWN = 6  # an estimate sees the brief's figures closest to what it asks
 # Words that relate no figure to an estimate: most are monthly, many per day.
 _PLAIN = frozenset(
@@ -204,8 +204,8 @@ def technology_ask(slot: ComponentSlot) -> str:
     return "the product or managed cloud service it runs on, by its name"
 
 
-def estimate_lines(slots: Sequence[EstimateSlot]) -> str:
-    return "\n".join(f'- "{s.id}" ({s.unit}): {s.ask}' for s in slots)
+def estimate_line(slot: EstimateSlot) -> str:
+    return f"- {slot.label} ({slot.unit}): {slot.ask}"
 
 
 def _number(value: float) -> str:
@@ -311,45 +311,32 @@ def how_schema(technology: str) -> dict[str, Any]:
     return {"title": "how", **_object({"how": sentence})}
 
 
-# Words a calendar or count conversion may carry ("30 days per month", "2 runs per month").
-_CALENDAR = r"(days?|nights?|hours?|weeks?|months?|years?|runs?|times|per|a|each|every)"
+def closest_choices(choices: Sequence[tuple[str, float]], ask: str) -> list[tuple[str, float]]:
+    """The `CHOICES_SHOWN` derivations sharing most words with an estimate's `ask`, the
+    closest first (in their order on a tie): shown all nine for the storage held, the 0.5B
+    model took "80 TB/day recorded by the fleet x 3 years" (12-07)."""
+    asked = _stems(ask)
+    return sorted(choices, key=lambda choice: -len(asked & _stems(choice[0])))[:CHOICES_SHOWN]
 
 
-def _arithmetic(figures: str) -> str:
-    """Arithmetic the checker reads (`checks.compute_derivation`): two to four terms joined
-    by operators, each one of the brief's `figures` (one a line) in its own words or a
-    calendar conversion. The 0.5B model wrote "TB per month" as a derivation (12-06); held
-    to numbers with any units, "100 GPU-hours a month x 2 weeks" where the brief gives 400
-    GPU-hours a run, and units of its own ("400 A etera GPU-hours"; 12-07)."""
-    stated = [_stated(line) for line in figures.splitlines() if figure_numbers(line)]
-    conversion = rf"{_numbers(CONVERSIONS)}( {_CALENDAR}){{0,3}}"
-    term = "(" + "|".join([*stated, conversion]) + ")"
-    return rf"{term}( [x*/+] {term}){{1,3}}"
+def estimate_schema(choices: Sequence[tuple[str, float]]) -> dict[str, Any]:
+    """One estimate: a derivation chosen among `choices` (`dimensions.derivations`), copied
+    whole; its result is known, so no number is asked for."""
+    derivations = [derivation for derivation, _ in choices]
+    chosen = {"type": "string", "enum": derivations, "maxLength": max(map(len, derivations))}
+    return {"title": "estimate", **_object({"derivation": chosen})}
 
 
-def _stated(figure: str) -> str:
-    """A figure's number with up to six of its own words ("12 TB/day uploaded"); "8-hour"
-    gives 8 and "hour", the "A100" of a name nothing."""
-    words = {re.sub(r"^\d+-", "", w) for w in figure.removeprefix("- ").split()}
-    words = {w for w in words if not re.search(r"\d", w)}
-    alternatives = "|".join(_literal(w) for w in sorted(words, key=str.lower))
-    return rf"{_numbers(figure_numbers(figure))}( ({alternatives})s?){{0,6}}"
+def choice_lines(choices: Sequence[tuple[str, float]], unit: str) -> str:
+    return "\n".join(f"- {derivation} = {_number(result)} {unit}" for derivation, result in choices)
 
 
-def _numbers(numbers: Iterable[float]) -> str:
-    """One of `numbers`, written plainly or with thousands' commas ("45000", "45,000")."""
-    forms = {f"{n:g}" if n != int(n) else str(int(n)) for n in numbers}
-    forms |= {f"{int(n):,}" for n in numbers if n == int(n)}
-    return "(" + "|".join(_literal(f) for f in sorted(forms, key=lambda f: (-len(f), f))) + ")"
-
-
-def estimates_schema(slots: Sequence[EstimateSlot], figures: str) -> dict[str, Any]:
-    """One estimate per slot: a value and its derivation, arithmetic on `figures` (the lines
-    its prompt shows) and calendar conversions."""
-    entry = _object(
-        {"value": {"type": "number"}, "derivation": _pattern(_arithmetic(figures), 100)}
+def estimate_of(slot: EstimateSlot, derivation: str, result: float) -> Estimate:
+    """The estimate a derivation gives, the result written at its end."""
+    shown = f"{derivation} = {_number(result)} {slot.unit}"
+    return Estimate(
+        id=slot.id, label=slot.label, unit=slot.unit, value=round(result, 2), derivation=shown
     )
-    return {"title": "estimates", **_object({s.id: entry for s in slots})}
 
 
 def price_schema() -> dict[str, Any]:
@@ -379,8 +366,8 @@ def open_component(slot: ComponentSlot, reason: str = "") -> Component:
     return Component(id=slot.id, title=slot.title, status="open", open_because=reason)
 
 
-def empty_estimates(slots: Sequence[EstimateSlot]) -> list[Estimate]:
-    return [Estimate(id=s.id, label=s.label, unit=s.unit) for s in slots]
+def open_estimate(slot: EstimateSlot, reason: str) -> Estimate:
+    return Estimate(id=slot.id, label=slot.label, unit=slot.unit, open_because=reason)
 
 
 def total(lines: Sequence[CostLine], budget: float | None) -> dict[str, Any]:

@@ -46,7 +46,8 @@ def _estimates(design: Design) -> str:
         rows = ["| Estimate | Value | Derivation |", "|---|---|---|"]
         for e in design.estimates:
             value = "-" if e.value is None else f"{_number(e.value)} {e.unit}"
-            rows.append(f"| {e.label} | {value} | {_cell(e.derivation)} |")
+            derivation = e.derivation or (f"_open: {e.open_because}_" if e.open_because else "-")
+            rows.append(f"| {e.label} | {value} | {_cell(derivation)} |")
         parts.append("\n".join(rows))
     costs = design.costs
     if costs.lines:
