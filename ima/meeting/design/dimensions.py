@@ -21,7 +21,6 @@ from collections import Counter
 from collections.abc import Sequence
 
 __all__ = [
-    "NUMBER",
     "derivations",
     "dimension_problem",
     "figure_numbers",
@@ -68,8 +67,7 @@ _RATES: dict[str, tuple[Counter, float]] = {
 _PER = {"per", "a", "an", "each", "every"}  # "per month", "a month": the next word divides
 _MACHINE_HOURS = re.compile(r"\b(v?cpu|gpu|core)[\s-]?(?:hours?|hrs?|h)\b", re.I)
 _OPERATOR = re.compile(r"\s*([x\u00d7*+/])\s*(?=\d)", re.I)  # an operator before a number
-# A number as a derivation writes it ("12", "45,000", "4.3"): the one reading of the checks,
-# the answers and the units.
+# A number as a derivation writes it ("12", "45,000", "4.3").
 NUMBER = r"\d[\d,]*(?:\.\d+)?"
 _NUMBER = re.compile(rf"^{NUMBER}")
 # A figure of a text: not the digits of a name ("A100" gives no 100; 12-07).
@@ -200,12 +198,6 @@ def figure_numbers(text: str) -> set[float]:
     return {float(n.replace(",", "")) for n in _FIGURE_NUMBER.findall(text)}
 
 
-def _words(unit: str) -> set[str]:
-    """A unit's words, singular and without "per" ("GPU-hours a month": gpu-hour, month)."""
-    found = unit.lower().replace("/", " ").split()
-    return {w.removesuffix("s") for w in found if w not in _PER}
-
-
 def dimension_problem(derivation: str, unit: str) -> str:
     """Why `derivation` cannot give a figure in `unit` ("" when it can): the dimension its
     units give differs from the unit's. A monthly figure (a unit "per month") may leave the
@@ -230,7 +222,7 @@ _MONTH_IN = {
 }
 
 
-def as_term(figure: str) -> str:
+def _as_term(figure: str) -> str:
     """A figure of the brief as a derivation's term: its number first, spelled numbers and
     hyphenated units written out ("retraining every two weeks": "2 weeks"; "about 400 A100
     GPU-hours per training run": "400 A100 GPU-hours per training run"); "" without one."""
@@ -248,7 +240,7 @@ def derivations(figures: Sequence[str], unit: str) -> list[tuple[str, float]]:
     is monthly. A small model asked to write the arithmetic chained figures whatever their
     units (12-07: "80 TB/day + 30 days + 12 TB/day" for the storage held); choosing among
     these, its answer is arithmetic that holds."""
-    terms = [t for t in dict.fromkeys(as_term(f) for f in figures) if t]
+    terms = [t for t in dict.fromkeys(_as_term(f) for f in figures) if t]
     terms.sort(key=lambda t: not _dimension_of(_NUMBER.sub("", t))["time"] < 0)  # rates first
     wanted = _dimension_of(unit)
     found: dict[str, tuple[str, float]] = {}  # by the result to six significant digits
