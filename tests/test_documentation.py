@@ -473,6 +473,12 @@ def test_a_how_sentence_that_only_names_its_technology_is_asked_again(task):
         r for r in Design.model_validate(update["final"]["spec"]).requirements if r.id == "R4"
     )
     assert row.how == HOW["R4"][0]
+    twice = (
+        "AWS DataSync and AWS IoT Core runs on AWS DataSync and AWS IoT Core, which is a "
+        "cloud-based platform for processing and analyzing data."
+    )
+    update, prompts = document(task, calls(task, hows={"R4": [how("R4", twice), how("R4")]}))
+    assert any('"how" names AWS DataSync and AWS IoT Core twice' in p for p in prompts)
 
 
 def test_a_how_sentence_is_asked_without_the_proposal_and_opens_with_its_technology(task):

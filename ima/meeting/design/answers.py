@@ -219,6 +219,12 @@ class Checker:
             # 12-07: "Google Cloud Dataflow runs on Google Cloud Dataflow."
             if len(_own_words(how, named)) < HOW_WORDS:
                 raise AnswerError(f'"how" says nothing of what {technology} does for it')
+            if technology and technology.lower() in said_here.lower():
+                # 12-07: "Google Cloud Dataflow runs on Google Cloud Dataflow, which is a
+                # cloud-based platform for processing and analyzing data."
+                raise AnswerError(
+                    f'"how" names {technology} twice; say what it does for the requirement'
+                )
             if said and copied_share(said_here, said, REPEAT_NGRAM) >= COPIED:
                 raise AnswerError(
                     '"how" repeats what was said for another part of the requirement; '
