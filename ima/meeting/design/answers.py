@@ -28,7 +28,6 @@ from ima.meeting.design.checks import (
     figures_in,
     junk_reason,
 )
-from ima.meeting.design.dimensions import figure_numbers
 from ima.meeting.design.document import Component, Costs, Estimate
 from ima.meeting.design.parts import (
     ITEM_CHARS,
@@ -101,7 +100,6 @@ class Checker:
         self.instructions = list(instructions)
         self.sources = given_texts(task, brief)
         self.scripts = scripts_of(brief)
-        self.given = figure_numbers(brief)
         self.agents = {r.id.lower() for r in task.roles} | {r.name.lower() for r in task.roles}
         self.agent_stems = {" ".join(w[:5] for w in words(r.name)) for r in task.roles}
         self.whys: list[str] = []  # the components' reasons so far: each gives its own

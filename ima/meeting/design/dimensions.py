@@ -23,7 +23,6 @@ from collections.abc import Sequence
 __all__ = [
     "derivations",
     "dimension_problem",
-    "figure_numbers",
     "in_unit",
 ]
 
@@ -191,11 +190,6 @@ def _accepted(unit: str) -> list[tuple[Dimension, int]]:
         step = 1 if wanted["time"] < 0 else -1
         accepted.append((_clean(Counter({**wanted, "time": wanted["time"] + step})), step))
     return accepted
-
-
-def figure_numbers(text: str) -> set[float]:
-    """The numbers `text` states as figures ("45,000" is 45000; the "100" of "A100" none)."""
-    return {float(n.replace(",", "")) for n in _FIGURE_NUMBER.findall(text)}
 
 
 def dimension_problem(derivation: str, unit: str) -> str:
