@@ -538,7 +538,7 @@ def test_what_the_default_meeting_wrote_on_12_06_is_asked_again_or_trimmed(task)
     """A web address, the question repeated and another script are asked about again (and
     the requirement stays open); a pro cut off at its length keeps its whole clauses."""
     question = (
-        "Model training runs on Amazon SageMaker Training. Requirement R9 of the brief: "
+        "Component: Model training, on Amazon SageMaker Training. Requirement R9 of the brief: "
         "biweekly retraining and the regression gate."
     )
     hows = {

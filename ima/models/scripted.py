@@ -279,7 +279,7 @@ class ScriptedChatModel(BaseChatModel):
             )
         if how := re.search(r"^## Part: how (.+) meets (R\w+)$", ask, re.M):
             title, requirement = how.groups()
-            runs_on = re.search(r"^.+? runs on (.+?)\. Requirement", ask, re.M)
+            runs_on = re.search(r"^Component: .+?, on (.+?)\. Requirement", ask, re.M)
             tech = runs_on.group(1) if runs_on else title  # the sentence opens with it
             # the first three words of the part asked about (of the requirement when it is
             # one part): each part's sentence its own, and three words copy nothing
