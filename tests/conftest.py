@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
@@ -17,7 +18,16 @@ from ima.core.settings import MEETING_NEWS_WORDS, RunContext
 from ima.meeting.builder import compile_graph
 from ima.runs.registry import RunRegistry
 from ima.runs.runner import load_state
-from ima.tasks import Task, load_task
+from ima.tasks import TASKS_DIR, Task, load_task
+
+
+def task_file(tmp_path: Path, edit: Callable[[dict[str, Any]], None]) -> Path:
+    """The data-pipeline task file as `edit` changes it, written to `tmp_path`."""
+    data = yaml.safe_load((TASKS_DIR / "data_pipeline.yaml").read_text())
+    edit(data)
+    path = tmp_path / "task.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
 
 
 def start_ima(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:

@@ -9,8 +9,7 @@ import re
 
 import jsonschema
 import pytest
-import yaml
-from conftest import PromptRecorder
+from conftest import PromptRecorder, task_file
 from hypothesis import given, settings
 from hypothesis.strategies import data, lists, sampled_from
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
@@ -28,7 +27,7 @@ from ima.meeting.design.document import CostLine, Costs, Design
 from ima.meeting.design.render import render_design
 from ima.meeting.nodes.documentation import make_documentation_node
 from ima.models import Models
-from ima.tasks import TASKS_DIR, load_task
+from ima.tasks import load_task
 
 TASK = load_task("data-pipeline")
 FIGURE_TEXTS = [f"- {f.text}" for f in TASK.key_figures]
@@ -261,12 +260,12 @@ def test_an_estimate_off_the_list_is_asked_again_then_left_open(task):
 def test_an_estimate_no_figures_give_is_open_without_a_call(task, tmp_path):
     """In vCPU-hours the batch compute has no derivation: the brief gives no figure of
     machine time. The estimate says so, and its cost line is not asked about."""
-    data = yaml.safe_load((TASKS_DIR / "data_pipeline.yaml").read_text())
-    compute = next(e for e in data["design"]["estimates"] if e["id"] == "compute")
-    compute["unit"] = "vCPU-hours per month"
-    path = tmp_path / "vcpu.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    vcpu = load_task(str(path))
+
+    def in_vcpu_hours(data: dict) -> None:
+        compute = next(e for e in data["design"]["estimates"] if e["id"] == "compute")
+        compute["unit"] = "vCPU-hours per month"
+
+    vcpu = load_task(str(task_file(tmp_path, in_vcpu_hours)))
     tail = [ESTIMATES[0], ESTIMATES[2], PRICES[0], PRICES[2], PRICES[3], PLAN, SUMMARY]
     update, prompts = document(vcpu, calls(vcpu, tail=tail))
     compute_estimate = Design.model_validate(update["final"]["spec"]).estimates[2]

@@ -14,15 +14,14 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
-from conftest import md_table
+from conftest import md_table, task_file
 from typer.testing import CliRunner
 
 from ima.cli.app import app
 from ima.evals.judge import MAX_ATTEMPTS, METRICS
 from ima.meeting.design.document import Design
 from ima.meeting.design.parts import requirement_parts
-from ima.tasks import TASKS_DIR, load_task
+from ima.tasks import load_task
 
 pytestmark = pytest.mark.model
 
@@ -31,16 +30,12 @@ def tokens(usage: dict) -> int:
     return usage["input_tokens"] + usage["output_tokens"]
 
 
-def two_component_task(tmp_path: Path) -> Path:
-    """The data-pipeline task with its design cut to two components and one estimate."""
-    data = yaml.safe_load((TASKS_DIR / "data_pipeline.yaml").read_text())
+def two_components(data: dict) -> None:
+    """The data-pipeline task's design cut to two components and one estimate."""
     design = data["design"]
     design["components"] = design["components"][:2]
     design["estimates"] = [e for e in design["estimates"] if e["id"] == "network"]
     design["cost_lines"] = ["Network"]
-    path = tmp_path / "two-components.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
 
 
 def test_embedded_eval_smoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -48,9 +43,9 @@ def test_embedded_eval_smoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("IMA_DB", raising=False)
     out = tmp_path / "ev"
-    task_file = two_component_task(tmp_path)
-    task = load_task(str(task_file))
-    args = ["--model", "embedded", "--task", str(task_file), "--pairs", "1", "--turn-cap", "1"]
+    path = task_file(tmp_path, two_components)
+    task = load_task(str(path))
+    args = ["--model", "embedded", "--task", str(path), "--pairs", "1", "--turn-cap", "1"]
     result = CliRunner().invoke(app, ["eval", *args, "--out", str(out)])
     assert result.exit_code == 0, result.output
 

@@ -3,22 +3,12 @@ for the bundled task from the roles' descriptions, and measured beside every ite
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-import yaml
+from conftest import task_file
 
 from ima.core.errors import UserError
 from ima.measures.memory_quality import memory_prompt_sources, retention
-from ima.tasks import TASKS_DIR, Task, load_task
-
-
-def task_file(tmp_path: Path, edit) -> Path:
-    data = yaml.safe_load((TASKS_DIR / "data_pipeline.yaml").read_text())
-    edit(data)
-    path = tmp_path / "task.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
+from ima.tasks import Task, load_task
 
 
 def role(data: dict, role_id: str) -> dict:

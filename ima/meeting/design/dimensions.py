@@ -235,8 +235,8 @@ def derivations(figures: Sequence[str], unit: str) -> list[tuple[str, float]]:
     units (12-07: "80 TB/day + 30 days + 12 TB/day" for the storage held); choosing among
     these, its answer is arithmetic that holds."""
     terms = [t for t in dict.fromkeys(_as_term(f) for f in figures) if t]
-    terms.sort(key=lambda t: not _dimension_of(_NUMBER.sub("", t))["time"] < 0)  # rates first
-    wanted = _dimension_of(unit)
+    terms.sort(key=lambda t: _dimension_of(_NUMBER.sub("", t))["time"] >= 0)  # rates first
+    wanted, size = _measure(unit)
     found: dict[str, tuple[str, float]] = {}  # by the result to six significant digits
     candidates = [[t] for t in terms] + [
         [a, op, b] for a, b in itertools.permutations(terms, 2) for op in ("x", "/")
@@ -246,8 +246,8 @@ def derivations(figures: Sequence[str], unit: str) -> list[tuple[str, float]]:
         evaluated = _evaluate(derivation)
         if evaluated is None or evaluated[0] != wanted:
             continue
-        result = in_unit(derivation, unit)
-        if result is not None and math.isfinite(result) and result > 0:
+        result = evaluated[1] / size  # the unit's own dimension: no month left out
+        if math.isfinite(result) and result > 0:
             found.setdefault(f"{result:.6g}", (derivation, result))
     return list(found.values())
 

@@ -188,13 +188,18 @@ def figure_lines(task: Task, ask: str = "") -> str:
     brief's order, when `ask` is empty or shares none). The 0.5B model, shown all 24,
     multiplied the first four whatever the estimate (12-06), and still the first two or
     three of six (12-07)."""
-    figures = list(task.key_figures)
+    texts = [f.text for f in task.key_figures]
     if ask:
-        asked = _stems(ask)
-        shared = {f.id: len(asked & _stems(f.text)) for f in figures}
-        ranked = sorted((f for f in figures if shared[f.id]), key=lambda f: -shared[f.id])
-        figures = ranked[:FIGURES_SHOWN] or figures
-    return "\n".join(f"- {f.text}" for f in figures) or "- (see the brief)"
+        texts = _closest(texts, ask, FIGURES_SHOWN) or texts
+    return "\n".join(f"- {text}" for text in texts) or "- (see the brief)"
+
+
+def _closest(texts: Sequence[str], ask: str, limit: int) -> list[str]:
+    """The `limit` texts sharing most words with `ask`, the closest first (in their order
+    on a tie); none that shares no word."""
+    asked = _stems(ask)
+    shared = {text: len(asked & _stems(text)) for text in texts}
+    return sorted((t for t in texts if shared[t]), key=lambda t: -shared[t])[:limit]
 
 
 def technology_ask(slot: ComponentSlot) -> str:
@@ -315,8 +320,10 @@ def closest_choices(choices: Sequence[tuple[str, float]], ask: str) -> list[tupl
     """The `CHOICES_SHOWN` derivations sharing most words with an estimate's `ask`, the
     closest first (in their order on a tie): shown all nine for the storage held, the 0.5B
     model took "80 TB/day recorded by the fleet x 3 years" (12-07)."""
-    asked = _stems(ask)
-    return sorted(choices, key=lambda choice: -len(asked & _stems(choice[0])))[:CHOICES_SHOWN]
+    results = dict(choices)
+    closest = _closest(list(results), ask, CHOICES_SHOWN)
+    closest += [d for d in results if d not in closest][: CHOICES_SHOWN - len(closest)]
+    return [(derivation, results[derivation]) for derivation in closest]
 
 
 def estimate_schema(choices: Sequence[tuple[str, float]]) -> dict[str, Any]:
@@ -328,12 +335,16 @@ def estimate_schema(choices: Sequence[tuple[str, float]]) -> dict[str, Any]:
 
 
 def choice_lines(choices: Sequence[tuple[str, float]], unit: str) -> str:
-    return "\n".join(f"- {derivation} = {_number(result)} {unit}" for derivation, result in choices)
+    return "\n".join(f"- {_with_result(*choice, unit)}" for choice in choices)
+
+
+def _with_result(derivation: str, result: float, unit: str) -> str:
+    return f"{derivation} = {_number(result)} {unit}"
 
 
 def estimate_of(slot: EstimateSlot, derivation: str, result: float) -> Estimate:
     """The estimate a derivation gives, the result written at its end."""
-    shown = f"{derivation} = {_number(result)} {slot.unit}"
+    shown = _with_result(derivation, result, slot.unit)
     return Estimate(
         id=slot.id, label=slot.label, unit=slot.unit, value=round(result, 2), derivation=shown
     )
