@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ima.core.errors import UserError
-from ima.core.ngrams import copied_share, ngram_set, ngrams, words
+from ima.core.ngrams import copied_share, ngram_set, ngrams, uncopied, words
 from ima.measures.content import (
     content_metrics,
     content_summary,
@@ -50,6 +50,13 @@ def test_copied_share_counts_occurrences():
         == 1.0
     )
     assert copied_share("too short to count", ngram_set([ALPHABET])) is None
+
+
+def test_uncopied_keeps_the_runs_of_own_words_apart():
+    source = ngram_set(["the volumes add up every day"], 3)
+    text = "Clips are lost: the volumes add up every day, and no checksum"
+    assert uncopied(text, source, 3) == "clips are lost\nand no checksum"
+    assert uncopied("the volumes add up", source, 3) == ""
 
 
 def test_parroting_per_turn_uses_the_prompt_and_every_earlier_turn():

@@ -169,6 +169,36 @@ def test_an_objection_the_proposal_already_answers_abstains(task):
     assert turn_flags(task, both, voting=True, proposal=blurs) == ["REJECT"]
 
 
+# 12-07, seed 0: the Data Engineer's objection in the first vote, its role's sentence and a line
+# of the proposal on the table, which together hold the words of R2 and R10
+ON_THE_TABLE = (
+    "- Storage and retention: The storage of raw, blurred training and safety-event data in EU "
+    "regions, each kept no longer than allowed ..."
+)
+COPIED_OBJECTION = (
+    "REJECT\n\nThe integrated proposal violates the requirement that the volumes add up (80 "
+    "TB/day recorded, 12 TB/day uploaded) and that the 5-minute and 12-hour latency targets "
+    "are met without losing data.\n\nThe proposal does not meet the requirements for storage "
+    "and retention: the storage of raw, blurred training and safety-event data in EU regions, "
+    "each kept no longer than allowed."
+)
+
+
+def test_an_objection_names_a_requirement_only_in_the_voters_own_words(task):
+    """Copied from the voter's role text and the proposal it judges, DEA's objection names
+    nothing; the same words are another voter's own when no proposal holds them, and DEA's
+    own reasoned objection still blocks."""
+    from ima.meeting.votes import turn_flags
+
+    def flags(text: str, speaker: str, proposal: str = ON_THE_TABLE) -> list[str]:
+        return turn_flags(task, text, voting=True, proposal=proposal, speaker=speaker)
+
+    assert flags(COPIED_OBJECTION, "DEA") == ["UNREASONED"]
+    assert flags(COPIED_OBJECTION, "MLA", proposal="") == ["REJECT"]
+    assert flags(REASONED, "DEA") == ["REJECT"]
+    assert flags(IN_OWN_WORDS, "BOA") == ["REJECT"]
+
+
 def test_reflex_rejections_abstain_and_the_meeting_agrees(run_graph, monkeypatch):
     """Voters that reject without naming a requirement do not block a vote others accept."""
     from ima.models.scripted import ScriptedChatModel

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-__all__ = ["NGRAM", "Gram", "copied_share", "ngram_set", "ngrams", "words"]
+__all__ = ["NGRAM", "Gram", "copied_share", "ngram_set", "ngrams", "uncopied", "words"]
 
 NGRAM = 8
 Gram = tuple[str, ...]
@@ -37,3 +37,22 @@ def copied_share(text: str, sources: set[Gram], n: int = NGRAM) -> float | None:
     if not grams:
         return None
     return sum(g in sources for g in grams) / len(grams)
+
+
+def uncopied(text: str, sources: set[Gram], n: int = NGRAM) -> str:
+    """`text`'s words outside every n-gram found in `sources`: its runs of own words, one
+    line each (so no phrase is read across a cut)."""
+    ws = words(text)
+    copied = [False] * len(ws)
+    for i in range(len(ws) - n + 1):
+        if tuple(ws[i : i + n]) in sources:
+            copied[i : i + n] = [True] * n
+    runs, run = [], []
+    for word, is_copied in zip(ws, copied, strict=True):
+        if is_copied:
+            if run:
+                runs.append(" ".join(run))
+            run = []
+        else:
+            run.append(word)
+    return "\n".join([*runs, " ".join(run)] if run else runs)

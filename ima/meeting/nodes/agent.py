@@ -61,6 +61,7 @@ def make_agent_node(
                 text,
                 voting=voting,
                 proposal=voted_proposal(task, state["transcript"]) if voting else "",
+                speaker=role_id,
             ),
             tokens=count_tokens(render_turn(index, role_id, text)),
             usage=usage,
