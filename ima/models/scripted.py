@@ -283,11 +283,15 @@ class ScriptedChatModel(BaseChatModel):
             tech = runs_on.group(1) if runs_on else title  # the sentence opens with it
             # the first three words of the part asked about (of the requirement when it is
             # one part): each part's sentence its own, and three words copy nothing
-            part = re.search(r'one part of it: "(\S+ \S+ \S+)', ask) or re.search(
-                r'of the brief, [^:]+: "(\S+ \S+ \S+)', ask
+            part = re.search(r'one part of it: "([^"]+)', ask) or re.search(
+                r'of the brief, [^:]+: "([^"]+)', ask
             )
-            words = part.group(1).lower() if part else requirement
-            return json.dumps({"how": f"{tech} sees to it that {words} holds for {requirement}."})
+            text = part.group(1) if part else requirement
+            words = " ".join(text.lower().split()[:3])
+            # and the figures it keeps to, as asked ("5 minutes", "99.9%", "8-hour window")
+            figures = re.findall(r"\d[\d,.]*(?:%|[ -][A-Za-z][\w/]*(?: window| per \w+)?)", text)
+            keeps = f", keeping to {', '.join(figures)}" if figures else ""
+            return json.dumps({"how": f"{tech} sees to it that {words} holds{keeps}."})
         if "## Part: resource estimates" in ask:
             listed = ask.split("each with its result:")[-1]  # "- DERIVATION = RESULT UNIT"
             choices = re.findall(r"^- (.+?) = [\d.,]+ [^=\n]+$", listed, re.M)

@@ -43,7 +43,8 @@ from ima.meeting.design.parts import (
     whole_sentences,
 )
 from ima.models.structured import AnswerError, extract_json
-from ima.tasks import ComponentSlot, EstimateSlot, Task
+from ima.tasks import ComponentSlot, EstimateSlot, KeyFigure, Task
+from ima.tasks.evidence import figure_pattern, normalise, states_figure
 
 __all__ = ["Checker"]
 
@@ -88,6 +89,19 @@ _GENERIC = frozenset(
         "software application server servers n a na none tbd todo"
     ).split()
 )
+
+
+def clause_figures(task: Task, clause: str) -> dict[str, KeyFigure]:
+    """The key figures of the brief `clause` states, by how it spells them ("24 hours")."""
+    lowered = normalise(clause)
+    found = {}
+    for figure in task.key_figures:
+        match = next((m for v in figure.values if (m := figure_pattern(v).search(lowered))), None)
+        if match:
+            whole_word = re.match(r"[^\W_]*", lowered[match.end() :])
+            # normalising keeps every character's place: the clause's own spelling
+            found[clause[match.start() : match.end() + whole_word.end()]] = figure
+    return found
 
 
 class Checker:
@@ -195,15 +209,22 @@ class Checker:
         return parse
 
     def how_parser(
-        self, technology: str, question: str = "", said: Sequence[str] = (), title: str = ""
+        self,
+        technology: str,
+        question: str = "",
+        said: Sequence[str] = (),
+        title: str = "",
+        clause: str = "",
     ) -> Callable[[str], str]:
         """One sentence of the design's own on how a component on `technology` meets a
         requirement: not copied (from the brief or the `question`), saying something besides
         the names of the technology and the component (`title`), nor what was `said` for
         another part of the requirement again; no junk, cut to its last whole clause where
-        it reached the schema's length. A figure the brief contradicts is asked about once,
-        then listed."""
+        it reached the schema's length. Where the part of the requirement asked about (its
+        `clause`) states key figures of the brief, the sentence states one of them, or is
+        asked again once. A figure the brief contradicts is asked about once, then listed."""
         last = self._attempts()
+        figures = clause_figures(self.task, clause)
         named = set(words(f"{technology} {title}")) | _LINKING | {"requirement", "runs", "handle"}
 
         def parse(text: str) -> str:
@@ -230,6 +251,13 @@ class Checker:
                 )
             if not final and (conflict := self._conflict("how", how)):
                 raise AnswerError(conflict)
+            # 12-07: R12's "cleared within 24 hours" was met by "helps manage and optimize
+            # data replication across multiple regions"
+            stated = [f for f in figures.values() if states_figure(f, normalise(how))]
+            if not final and figures and not stated:
+                raise AnswerError(
+                    f'"how" gives no figure; say how {technology} keeps to {" and ".join(figures)}'
+                )
             return how
 
         return parse

@@ -289,7 +289,7 @@ def _how(
             "how",
             f"{slot.id}:{requirement}" + (f".{number}" if several else ""),
             parts.how_schema(technology),
-            checker.how_parser(technology, question, said, slot.title),
+            checker.how_parser(technology, question, said, slot.title, clause),
             with_proposal=False,
             **fields,
         )
