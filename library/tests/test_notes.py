@@ -152,6 +152,19 @@ def test_an_edit_that_restates_a_note_is_merged_and_counted():
     assert result.repairs.merged_notes == 1
 
 
+def test_an_edit_that_adds_an_older_note_again_keeps_it_once():
+    """12-07, make run: the Knowledge Integration Agent held "The team must deliver a summary
+    of the round ..." twice, word for word, in two sections: as a note held before, neither
+    copy was new, so neither was compared."""
+    note = "The team must deliver a summary of the round in a short, structured digest."
+    model = FakeMessagesListChatModel(responses=[_answer([{"to": "decisions", "add": note}])])
+    memory = IntrinsicMemory(model, TEMPLATE, memory_tokens=256)
+    held = Memory(memory.template, ((note,), ()))
+    result = memory.update(held, "The digest lists the round's proposals and open questions.")
+    assert result.memory.notes == ((note,), ())
+    assert result.repairs.merged_notes == 1
+
+
 def test_an_edit_with_a_foreign_word_is_cleaned_and_counted():
     model = FakeMessagesListChatModel(
         responses=[

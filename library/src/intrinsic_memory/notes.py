@@ -159,8 +159,16 @@ def reconcile(kept: list[list[str]], fresh: set[str]) -> int:
     """Resolve restated notes in place: each note in `fresh` (new in this version) that
     restates another note, older or fresh and wherever it stands in the memory, either
     replaces it (when it says more) or is dropped. Returns how many notes were merged away.
-    Older notes are never compared with each other."""
+    Older notes are never compared with each other, but a note held twice, word for word (an
+    edit that adds an older note again), is kept once."""
     merged = 0
+    held: set[str] = set()
+    for section in kept:
+        for note in list(section):
+            if note in held:
+                section.remove(note)
+                merged += 1
+            held.add(note)
     seen = [(i, note) for i, section in enumerate(kept) for note in section if note not in fresh]
     for index, section in enumerate(kept):
         for note in [n for n in section if n in fresh]:
