@@ -260,8 +260,12 @@ def test_in_the_shared_layout_memory_updates_open_with_what_every_agent_shares(t
         out = graph.invoke(
             {},
             {"configurable": {"thread_id": mode}, "callbacks": [recorder]},
-            context=RunContext(
-                model="scripted", turn_cap=10, prompt_layout="shared", memory_update=mode
+            context=RunContext(  # every turn updates (the scripted turns quote the brief)
+                model="scripted",
+                turn_cap=10,
+                prompt_layout="shared",
+                memory_update=mode,
+                memory_news_words=0,
             ),
         )
         updates = recorder.of_kind("memory_update")

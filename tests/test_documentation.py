@@ -442,7 +442,7 @@ def test_a_requirement_is_asked_about_part_by_part_and_a_part_left_unsaid_is_sho
     )
     assert len(parts.requirement_parts(task, "R6")) == 1  # ", with no transfer" stays
     ack = how("R11", "AWS IoT Core keeps each clip on the car until the cloud sends an ack.")
-    nines = how("R11", "AWS IoT Core runs in two zones for 99.9%.")
+    nines = how("R11", "AWS IoT Core runs the event path in two zones for 99.9%.")
     hows = {"R11": [[ack], [ack, ack], [nines]]}  # the second part's answers repeat the first
     update, prompts = document(task, calls(task, hows=hows))
     asked = [p for p in prompts if p.startswith("## Part: how Vehicle upload meets R11")]
@@ -487,14 +487,26 @@ def test_a_how_sentence_without_the_figure_its_part_keeps_to_is_asked_again(task
     vague = "Amazon S3 Cross-Region Replication and Amazon CloudWatch help clear any backlog."
     answers = [how("R12", part=0), how("R12", vague), how("R12", part=1), how("R12", part=2)]
     update, prompts = document(task, calls(task, hows={"R12": answers}))
-    asked = '"how" gives no figure; say how Amazon S3 Cross-Region Replication and Amazon'
-    assert sum(asked in p and "keeps to 24 hours" in p for p in prompts) == 1
+    asked = '"how" gives none of the figures of this part (24 hours); say what Amazon S3'
+    assert sum(asked in p for p in prompts) == 1
     rows = {r.id: r for r in Design.model_validate(update["final"]["spec"]).requirements}
     assert "24 h after an outage" in rows["R12"].how
-    answers = [how("R12", part=0), how("R12", vague), how("R12", vague), how("R12", part=2)]
+    # the second answer states the figure and nothing else ("keep to 24 hours", 12-07's
+    # replay): it says nothing, so the first stands
+    hollow = "Amazon S3 Cross-Region Replication and Amazon CloudWatch keep to 24 hours."
+    answers = [how("R12", part=0), how("R12", vague), how("R12", hollow), how("R12", part=2)]
     update, _ = document(task, calls(task, hows={"R12": answers}))
     rows = {r.id: r for r in Design.model_validate(update["final"]["spec"]).requirements}
-    assert vague in rows["R12"].how
+    assert vague in rows["R12"].how and hollow not in rows["R12"].how
+
+
+def test_a_figure_of_the_brief_copies_nothing(task):
+    """12-07's replay: "... handle cellular usage within 5 GB per vehicle per month." was
+    refused as a copy of R4 for its figure's words; stating a figure is no copy."""
+    said = "AWS DataSync and AWS IoT Core handle cellular usage within 5 GB per vehicle per month."
+    update, _ = document(task, calls(task, hows={"R4": [how("R4", said)]}))
+    rows = {r.id: r for r in Design.model_validate(update["final"]["spec"]).requirements}
+    assert rows["R4"].how == said
 
 
 def test_a_how_sentence_is_asked_without_the_proposal_and_opens_with_its_technology(task):

@@ -15,7 +15,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.runtime import Runtime
 from langgraph.types import StateSnapshot
 
-from ima.core.settings import RunContext
+from ima.core.settings import MEETING_NEWS_WORDS, RunContext
 from ima.meeting.builder import compile_graph
 from ima.meeting.design.document import Design
 from ima.meeting.nodes.memory_update import make_memory_node
@@ -32,19 +32,42 @@ def test_run_ends_finalized_with_a_design_that_follows_its_schema(run_graph, tas
         assert section in out["final"]["markdown"]
 
 
-def test_every_agent_that_spoke_has_its_own_memory(run_graph):
-    out = run_graph("intrinsic")
+# 12-07, make run: BOA's first turn, and the facilitator's next one, which echoed it
+BOA_TURN = (
+    "Requirement: Camera counts (6 cameras)\nConstraints: Lidar ranges (18 GB/h), radar "
+    "coverage (50 GB/h), GPS/IMU unit performance (2 GB/h), CAN-bus logging (2 GB/h)\nBiggest "
+    "risks: Potential data breaches, network issues, and technical limitations in the "
+    "vehicle's sensors and volumes."
+)
+
+
+def test_a_turn_that_parrots_the_meeting_gives_its_memory_nothing(task):
+    from ima.meeting.nodes.memory_update import parrots
+
+    first = {"index": 1, "speaker": "BOA", "content": BOA_TURN}
+    echo = {"index": 2, "speaker": "CDA", "content": f"Meeting notes so far:\n[1] BOA: {BOA_TURN}"}
+    state = {"transcript": [first, echo], "brief": task.description, "templates": {}}
+    assert not parrots(task, state, first) and parrots(task, state, echo)
+
+
+@pytest.mark.parametrize("news_words", [0, MEETING_NEWS_WORDS])
+def test_every_agent_that_spoke_has_its_own_memory(run_graph, news_words):
+    """Formed from its own turns only; by default a turn that parrots (the scripted model
+    quotes the brief) gives it nothing, so an agent that only parroted keeps nothing."""
+    out = run_graph("intrinsic", memory_news_words=news_words)
     speakers = {t["speaker"] for t in out["transcript"]}
     memories = out["intrinsic_memory"]
     assert set(memories) == speakers
-    texts = [memories[r]["text"] for r in speakers]
-    assert all(texts) and len(set(texts)) == len(texts)
+    texts = [memories[r]["text"] for r in speakers if memories[r]["text"]]
+    assert len(set(texts)) == len(texts)
+    remembered = remembered_turns(out, news_words)
+    assert (len(texts) == len(speakers)) == (news_words == 0)
     for role in speakers:
         slot = memories[role]
-        last_turn = max(t["index"] for t in out["transcript"] if t["speaker"] == role)
-        assert slot["turn"] == last_turn  # each rewrite came from the agent's own turn
         own = {t["index"] for t in out["transcript"] if t["speaker"] == role}
-        assert 1 <= slot["version"] <= len(own & remembered_turns(out))
+        assert slot["turn"] == max(own)  # formed from (or, for no news, past) its own turn
+        assert (slot["version"] >= 1) == bool(own & remembered) == bool(slot["text"])
+        assert slot["version"] <= len(own & remembered)
         assert slot["kind"] == "generic"
 
 
@@ -178,7 +201,7 @@ def headings(text: str) -> list[str]:
 @pytest.mark.parametrize("template", ["generic", "manual", "llm"])
 def test_each_agent_keeps_its_memory_in_its_own_template(run_graph, task, template):
     """The update prompt carries the agent's own template, and its memory follows it."""
-    out = run_graph(template=template)
+    out = run_graph(template=template, memory_news_words=0)  # every agent keeps notes
     assert all(s["kind"] == template for s in out["intrinsic_memory"].values())
     if template == "manual":
         assert set(out["templates"].values()) == {

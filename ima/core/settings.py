@@ -159,8 +159,9 @@ class RunContext(BaseSettings):
     memory_news_words: int = Field(
         MEETING_NEWS_WORDS,
         ge=0,
-        description="A turn with fewer figures and words its speaker's memory lacks is no "
-        "news: it costs no memory update (0: update after every turn).",
+        description="A turn with fewer figures and words its speaker's memory lacks, or one "
+        "that parrots (half its word 8-grams are in the brief, the instructions or earlier "
+        "turns), is no news: it costs no memory update (0: update after every turn).",
     )
     memory_prompt: MemoryPromptLayout = Field(
         "lean",

@@ -91,17 +91,30 @@ _GENERIC = frozenset(
 )
 
 
+def _figure_spans(task: Task, text: str) -> list[tuple[int, int, KeyFigure]]:
+    """Where `text` states key figures of the brief: each spelling found, to its word's end
+    ("24 h" in "24 hours"). Normalising keeps every character's place."""
+    lowered = normalise(text)
+    spans = []
+    for figure in task.key_figures:
+        for spelling in figure.values:
+            for match in figure_pattern(spelling).finditer(lowered):
+                end = match.end() + re.match(r"[^\W_]*", lowered[match.end() :]).end()
+                spans.append((match.start(), end, figure))
+    return spans
+
+
 def clause_figures(task: Task, clause: str) -> dict[str, KeyFigure]:
     """The key figures of the brief `clause` states, by how it spells them ("24 hours")."""
-    lowered = normalise(clause)
-    found = {}
-    for figure in task.key_figures:
-        match = next((m for v in figure.values if (m := figure_pattern(v).search(lowered))), None)
-        if match:
-            whole_word = re.match(r"[^\W_]*", lowered[match.end() :])
-            # normalising keeps every character's place: the clause's own spelling
-            found[clause[match.start() : match.end() + whole_word.end()]] = figure
-    return found
+    return {clause[start:end]: figure for start, end, figure in _figure_spans(task, clause)}
+
+
+def without_figures(task: Task, text: str) -> str:
+    """`text` with each key figure it states as one word: a figure of the brief is the
+    design's to state, so its words neither copy the brief nor say more than one word."""
+    for start, end, _ in sorted(_figure_spans(task, text), reverse=True):
+        text = f"{text[:start]} <figure> {text[end:]}"
+    return text
 
 
 class Checker:
@@ -128,9 +141,10 @@ class Checker:
             return f'"{field}" is a web address; say it in a sentence of your own'
         if strip_foreign(text, self.scripts)[1]:
             return f'"{field}" mixes in another script; write it in the brief\'s language'
-        if own_words and copied_share(text, self.sources) >= COPIED:
+        said = without_figures(self.task, text)
+        if own_words and copied_share(said, self.sources) >= COPIED:
             return f'"{field}" copies the brief; say it in your own words'
-        if question and copied_share(text, [question]) >= COPIED:
+        if question and copied_share(said, [question]) >= COPIED:
             return f'"{field}" repeats the question; answer it'
         return ""
 
@@ -218,25 +232,25 @@ class Checker:
     ) -> Callable[[str], str]:
         """One sentence of the design's own on how a component on `technology` meets a
         requirement: not copied (from the brief or the `question`), saying something besides
-        the names of the technology and the component (`title`), nor what was `said` for
-        another part of the requirement again; no junk, cut to its last whole clause where
-        it reached the schema's length. Where the part of the requirement asked about (its
-        `clause`) states key figures of the brief, the sentence states one of them, or is
-        asked again once. A figure the brief contradicts is asked about once, then listed."""
+        the names of the technology and the component (`title`) and its figures, nor what
+        was `said` for another part of the requirement again; no junk, cut to its last whole
+        clause where it reached the schema's length. Where the part of the requirement asked
+        about (its `clause`) states key figures of the brief, the sentence states one of
+        them, or is asked again once; if the second answer cannot be used, the first stands.
+        A figure the brief contradicts is asked about once, then listed."""
         last = self._attempts()
         figures = clause_figures(self.task, clause)
         named = set(words(f"{technology} {title}")) | _LINKING | {"requirement", "runs", "handle"}
+        without_figure: list[str] = []  # an earlier answer whose one fault was that
 
-        def parse(text: str) -> str:
-            final = last()
-            how = " ".join(str(_object_of(text).get("how") or "").split())
-            how = whole_clauses(how, how_chars(technology))
+        def check(how: str, final: bool) -> str:
             # the sentence opens with its technology, as asked: those words copy nothing
             said_here = how.removeprefix(technology).strip() or how
             if problem := self._problem("how", said_here, question=question):
                 raise AnswerError(problem)
-            # 12-07: "Google Cloud Dataflow runs on Google Cloud Dataflow."
-            if len(_own_words(how, named)) < HOW_WORDS:
+            # 12-07: "Google Cloud Dataflow runs on Google Cloud Dataflow."; and, asked for
+            # a figure, "... keep to 24 hours."
+            if len(_own_words(without_figures(self.task, how), named)) < HOW_WORDS:
                 raise AnswerError(f'"how" says nothing of what {technology} does for it')
             if technology and technology.lower() in said_here.lower():
                 # 12-07: "Google Cloud Dataflow runs on Google Cloud Dataflow, which is a
@@ -253,12 +267,27 @@ class Checker:
                 raise AnswerError(conflict)
             # 12-07: R12's "cleared within 24 hours" was met by "helps manage and optimize
             # data replication across multiple regions"
-            stated = [f for f in figures.values() if states_figure(f, normalise(how))]
-            if not final and figures and not stated:
+            if (
+                not final
+                and figures
+                and not any(states_figure(f, normalise(how)) for f in figures.values())
+            ):
+                without_figure.append(how)
                 raise AnswerError(
-                    f'"how" gives no figure; say how {technology} keeps to {" and ".join(figures)}'
+                    f'"how" gives none of the figures of this part ({", ".join(figures)}); '
+                    f"say what {technology} does here, with the figure"
                 )
             return how
+
+        def parse(text: str) -> str:
+            final = last()
+            how = " ".join(str(_object_of(text).get("how") or "").split())
+            try:
+                return check(whole_clauses(how, how_chars(technology)), final)
+            except AnswerError:
+                if final and without_figure:
+                    return without_figure[0]
+                raise
 
         return parse
 

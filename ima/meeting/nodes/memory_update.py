@@ -4,17 +4,23 @@ prompt parts, its template kind, the log of every version and progress events.
 
 The step writes the agent's own slot and nothing else: whatever the model writes, no other
 agent's memory can change (memory privacy is structural).
+
+A turn that gives the memory nothing of the agent's own costs no update call: a bare vote,
+or a turn that parrots (half or more of its word 8-grams are in the brief, the agents'
+instructions or earlier turns: the parroting `ima show` measures). The 0.5B facilitator
+echoed "Meeting notes so far", and workers the first worker's list, into their memories.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from intrinsic_memory import IntrinsicMemory, memory_step, only_markers
 from langgraph.runtime import Runtime
 
+from ima.core.ngrams import copied_share, ngram_set
 from ima.core.settings import RunContext
 from ima.core.state import (
     MEMORY_KEY,
@@ -26,7 +32,13 @@ from ima.core.state import (
     memory_slots,
 )
 from ima.meeting.nodes.templates import template_for
-from ima.meeting.prompting import own_role_prompt, role_prompt, system_prompt, task_prompt
+from ima.meeting.prompting import (
+    instruction_texts,
+    own_role_prompt,
+    role_prompt,
+    system_prompt,
+    task_prompt,
+)
 from ima.models import Models
 from ima.tasks import Task
 
@@ -38,6 +50,17 @@ def memory_node_name(role_id: str) -> str:
 def latest_turn_of(state: State, role_id: str) -> dict[str, Any]:
     """The agent's own latest turn (other agents may have spoken since)."""
     return next(t for t in reversed(state["transcript"]) if t["speaker"] == role_id)
+
+
+PARROTED = 0.5  # share of a turn's word 8-grams found in what it was shown
+
+
+def parrots(task: Task, state: State, turn: Mapping[str, Any]) -> bool:
+    """Whether `turn` mostly repeats the brief, the agents' instructions or earlier turns."""
+    earlier = [t["content"] for t in state["transcript"] if t["index"] < turn["index"]]
+    shown = [state["brief"], *instruction_texts(task, state.get("templates")), *earlier]
+    share = copied_share(turn["content"], ngram_set(shown))
+    return share is not None and share >= PARROTED
 
 
 def line_changes(old: str, new: str) -> dict[str, int]:
@@ -79,8 +102,11 @@ def make_memory_node(task: Task, role_id: str, models: Models) -> Callable[..., 
             mode=settings.memory_update,
             min_new_words=settings.memory_news_words,
         )
-        # A bare vote gives the memory nothing to keep (the vote is in the state): no call.
-        own = "" if only_markers(latest["content"]) else latest["content"]
+        # nothing of the agent's own: no call (a vote is in the state; see the docstring)
+        parroted = only_markers(latest["content"]) or (
+            settings.memory_news_words > 0 and parrots(task, state, latest)
+        )
+        own = "" if parroted else latest["content"]
         stepped, result = memory_step(
             memory,
             {**state, MEMORY_KEY: {role_id: slot}},
