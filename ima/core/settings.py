@@ -160,8 +160,8 @@ class RunContext(BaseSettings):
         MEETING_NEWS_WORDS,
         ge=0,
         description="A turn with fewer figures and words its speaker's memory lacks, or one "
-        "that parrots (half its word 8-grams are in the brief, the instructions or earlier "
-        "turns), is no news: it costs no memory update (0: update after every turn).",
+        "that repeats the meeting (half its word 8-grams are in earlier turns or the agents' "
+        "instructions), is no news: it costs no memory update (0: update after every turn).",
     )
     memory_prompt: MemoryPromptLayout = Field(
         "lean",

@@ -6,9 +6,10 @@ The step writes the agent's own slot and nothing else: whatever the model writes
 agent's memory can change (memory privacy is structural).
 
 A turn that gives the memory nothing of the agent's own costs no update call: a bare vote,
-or a turn that parrots (half or more of its word 8-grams are in the brief, the agents'
-instructions or earlier turns: the parroting `ima show` measures). The 0.5B facilitator
-echoed "Meeting notes so far", and workers the first worker's list, into their memories.
+or a turn that repeats the meeting (half or more of its word 8-grams are in earlier turns or
+the agents' instructions). The 0.5B facilitator echoed "Meeting notes so far", and workers
+the first worker's list, into their memories. A turn that restates the brief still counts:
+keeping the brief's requirements in mind is what the memory is for.
 """
 
 from __future__ import annotations
@@ -52,15 +53,15 @@ def latest_turn_of(state: State, role_id: str) -> dict[str, Any]:
     return next(t for t in reversed(state["transcript"]) if t["speaker"] == role_id)
 
 
-PARROTED = 0.5  # share of a turn's word 8-grams found in what it was shown
+REPEATED = 0.5  # share of a turn's word 8-grams found in earlier turns and instructions
 
 
-def parrots(task: Task, state: State, turn: Mapping[str, Any]) -> bool:
-    """Whether `turn` mostly repeats the brief, the agents' instructions or earlier turns."""
+def repeats_the_meeting(task: Task, state: State, turn: Mapping[str, Any]) -> bool:
+    """Whether `turn` mostly repeats earlier turns or the agents' instructions."""
     earlier = [t["content"] for t in state["transcript"] if t["index"] < turn["index"]]
-    shown = [state["brief"], *instruction_texts(task, state.get("templates")), *earlier]
+    shown = [*instruction_texts(task, state.get("templates")), *earlier]
     share = copied_share(turn["content"], ngram_set(shown))
-    return share is not None and share >= PARROTED
+    return share is not None and share >= REPEATED
 
 
 def line_changes(old: str, new: str) -> dict[str, int]:
@@ -103,10 +104,10 @@ def make_memory_node(task: Task, role_id: str, models: Models) -> Callable[..., 
             min_new_words=settings.memory_news_words,
         )
         # nothing of the agent's own: no call (a vote is in the state; see the docstring)
-        parroted = only_markers(latest["content"]) or (
-            settings.memory_news_words > 0 and parrots(task, state, latest)
+        repeated = only_markers(latest["content"]) or (
+            settings.memory_news_words > 0 and repeats_the_meeting(task, state, latest)
         )
-        own = "" if parroted else latest["content"]
+        own = "" if repeated else latest["content"]
         stepped, result = memory_step(
             memory,
             {**state, MEMORY_KEY: {role_id: slot}},
