@@ -723,6 +723,18 @@ def test_a_pro_that_copies_the_brief_is_no_pro(task):
     assert Design.model_validate(update["final"]["spec"]).components[0].cons == cons[1:]
 
 
+def test_a_field_name_left_as_a_pro_or_con_is_residue(task):
+    """12-07's make run: lakeFS's pros ended with "cons" and its cons with "why", which
+    design.md showed as "storing raw; cons"."""
+    first = slots(task)[0]
+    pros, cons = ["versioned snapshots", "cons"], ["one more service to run", "why"]
+    answers = {first.id: [component(first, pros=pros, cons=cons)]}
+    update, _ = document(task, calls(task, components=answers))
+    written = Design.model_validate(update["final"]["spec"]).components[0]
+    assert (written.pros, written.cons) == (pros[:1], cons[:1])
+    assert junk_lines(task, "- **Pros:** storing raw; cons") == ["Pros: storing raw; cons"]
+
+
 def test_a_proposal_is_its_statements_not_the_headings_of_its_list(task):
     """BOA's proposal of 12-06 opened with a line that only opens a list: voters were shown
     "1. **Anonymisation and Access Control:**" and nothing it proposed."""

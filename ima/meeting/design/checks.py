@@ -49,7 +49,12 @@ _VERDICT = re.compile(
     r"(?:meet|violate))",
     re.I,
 )
-_RESIDUE = re.compile(r"[\[\]{}]|\"\s*:|\w+_\w+\s*[:\]]|\bplan\]|^\W+$")
+# ... and a field's name left as a text or a list's last item ("storing raw; cons", 12-07)
+_RESIDUE = re.compile(
+    r"[\[\]{}]|\"\s*:|\w+_\w+\s*[:\]]|\bplan\]|^\W+$"
+    r"|(?:^|;\s*)(?:technology|why|pros|cons)\W*$",
+    re.I,
+)
 _ECHOES = (
     "meeting notes so far",
     "question for you",
