@@ -723,6 +723,25 @@ def test_a_pro_that_copies_the_brief_is_no_pro(task):
     assert Design.model_validate(update["final"]["spec"]).components[0].cons == cons[1:]
 
 
+def test_a_figure_counts_as_one_word_however_many_of_its_spellings_match(task):
+    from ima.core.ngrams import words
+    from ima.meeting.design.answers import without_figures
+
+    said = without_figures(task, "The path keeps 99.9% and clears it in 24 hours overnight.")
+    assert words(said) == [
+        "the",
+        "path",
+        "keeps",
+        "figure",
+        "and",
+        "clears",
+        "it",
+        "in",
+        "figure",
+        "overnight",
+    ]
+
+
 def test_a_field_name_left_as_a_pro_or_con_is_residue(task):
     """12-07's make run: lakeFS's pros ended with "cons" and its cons with "why", which
     design.md showed as "storing raw; cons"."""

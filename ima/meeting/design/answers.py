@@ -112,7 +112,13 @@ def clause_figures(task: Task, clause: str) -> dict[str, KeyFigure]:
 def without_figures(task: Task, text: str) -> str:
     """`text` with each key figure it states as one word: a figure of the brief is the
     design's to state, so its words neither copy the brief nor say more than one word."""
-    for start, end, _ in sorted(_figure_spans(task, text), reverse=True):
+    merged: list[list[int]] = []  # spellings of one figure overlap ("99.9", "99.9%")
+    for start, end, _ in sorted(_figure_spans(task, text), key=lambda span: span[:2]):
+        if merged and start < merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    for start, end in reversed(merged):
         text = f"{text[:start]} <figure> {text[end:]}"
     return text
 
