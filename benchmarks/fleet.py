@@ -97,9 +97,9 @@ def batch(
     def spawn() -> subprocess.Popen[str]:
         return _popen(command, workdir, env)
 
-    before = _registered(db)
+    before = _latest_worker(db)
     procs = [spawn() for _ in range(workers)]
-    _wait(lambda: _registered(db) >= before + workers, "the workers to start", procs)
+    _wait(lambda: _registered_since(db, before) >= workers, "the workers to start", procs)
     model = ["--model", f"scripted:delay={delay}", "--pairs", str(jobs // 2)]
     where = ["--out", name, "--db", url]
     queue = _popen(
@@ -133,10 +133,19 @@ def batch(
     }
 
 
-def _registered(db: Any) -> int:
-    """Workers procrastinate has registered (a killed one's row stays until pruned)."""
+def _latest_worker(db: Any) -> int:
+    """The id of the last worker procrastinate registered (0 before any)."""
     with db.session() as sql:
-        row = sql.one("SELECT COUNT(*) AS n FROM procrastinate_workers")
+        row = sql.one("SELECT COALESCE(MAX(id), 0) AS n FROM procrastinate_workers")
+    return int(row["n"]) if row else 0
+
+
+def _registered_since(db: Any, latest: int) -> int:
+    """Workers registered after the one with id `latest`. Counted by id, not in all: a new
+    worker prunes the rows of killed ones, and a total that counted those before never
+    grew enough (12-07: the fleet test waited its hour, one new worker for three rows)."""
+    with db.session() as sql:
+        row = sql.one("SELECT COUNT(*) AS n FROM procrastinate_workers WHERE id > %s", (latest,))
     return int(row["n"]) if row else 0
 
 
