@@ -47,6 +47,10 @@ from ima.runs import leases
 from ima.runs.database import open_database
 
 ROOT = Path(__file__).resolve().parent.parent
+# Bounds on every wait, so a stuck batch fails with what it saw instead of holding CI for
+# its hour (12-07: the fleet test hung twice in eight local runs).
+WAIT_SECONDS = 900
+KILLING_SECONDS = 600
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -161,12 +165,12 @@ def _settled(db: Any, name: str) -> bool:
 
 
 def _wait(done: Any, what: str, procs: list[subprocess.Popen[str]]) -> None:
-    deadline = time.monotonic() + 3600
+    deadline = time.monotonic() + WAIT_SECONDS
     while not done():
         if all(p.poll() is not None for p in procs):
             raise RuntimeError(f"every worker ended before {what}: {procs[0].communicate()}")
         if time.monotonic() > deadline:
-            raise RuntimeError(f"waited an hour for {what}")
+            raise RuntimeError(f"waited {WAIT_SECONDS} s for {what}")
         time.sleep(0.2)
 
 
@@ -199,7 +203,11 @@ def _kill_randomly(
     shared = SharedEvaluation(db, name)
     prefix = name + "--"
     killed: list[dict[str, Any]] = []
-    while len(killed) < kills and len(shared.keys()) < jobs:
+    deadline = time.monotonic() + KILLING_SECONDS
+    # ends when the jobs have: a job that failed stores no result, and none is held again
+    while len(killed) < kills and len(shared.keys()) < jobs and not _settled(db, name):
+        if time.monotonic() > deadline:
+            break  # fewer kills than asked: the report's verdict says so
         live = {p.pid: p for p in procs if p.poll() is None}
         held = [
             (h, turns)
@@ -240,7 +248,8 @@ def sqlite_resumes(workdir: Path, resumes: int = 10, delay: float = 0.05) -> dic
     procs = [
         _popen(["ima", "resume", "t", "--db", db, "--json"], workdir, env) for _ in range(resumes)
     ]
-    outcomes = [(p.wait(600), *p.communicate()) for p in procs]
+    deadline = time.monotonic() + WAIT_SECONDS  # one for all: they run at once
+    outcomes = [_outcome(p, deadline) for p in procs]
     ran = sum(1 for code, _, _ in outcomes if code == 0)
     # refused while the run goes on, or (started late on a loaded machine) once it has ended
     refused = sum(1 for code, _, err in outcomes if code == 2 and _refused(err))
@@ -264,6 +273,18 @@ def sqlite_resumes(workdir: Path, resumes: int = 10, delay: float = 0.05) -> dic
         "equals_uninterrupted": shown("t") == shown("ref"),
         "turns": len(shown("t")),
     }
+
+
+def _outcome(proc: subprocess.Popen[str], deadline: float) -> tuple[int, str, str]:
+    """A resume's exit code and output; one still running at `deadline` is killed and
+    reported as hung (exit -9), not waited for."""
+    try:
+        out, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        err += f"\nhung: killed after {WAIT_SECONDS} s"
+    return proc.returncode, out, err
 
 
 def _refused(err: str) -> bool:
