@@ -11,6 +11,7 @@ from intrinsic_memory import IntrinsicMemory, MemoryTemplate
 from intrinsic_memory.memory import Memory
 from intrinsic_memory.notes import (
     SIMILAR_NOTES,
+    copies_prompt,
     note_similarity,
     reconcile,
     restates,
@@ -192,3 +193,46 @@ def test_a_turn_that_adds_nothing_new_costs_no_call():
 def test_templates_in_the_task_language_set_the_scripts_without_a_source():
     template = MemoryTemplate.from_markdown("## Exigences\n- <exigence>")
     assert scripts_of(template.markdown()) == frozenset({"LATIN"})
+
+
+# The standing text of a default meeting's update prompt (12-07): the Knowledge Integration
+# Agent's role, and the roster the task every agent shares names.
+KIA_ROLE = (
+    "You are the Knowledge Integration Agent (KIA). You speak after each round of workers. "
+    "You summarise the round in a short, structured digest. You add no new proposals of "
+    "your own; your digest is what the others build on."
+)
+TASK = (
+    "Design a data pipeline for 200 test vehicles; depot Wi-Fi offload carries 12 TB/day.\n"
+    "Agents: CDA (Conversation Delegation Agent), BOA (Business Objectives Agent), DEA (Data "
+    "Engineer Agent), KIA (Knowledge Integration Agent)."
+)
+DIGEST = "Agreed: Kinesis carries safety events; depot Wi-Fi offload carries 12 TB/day to S3."
+
+
+@pytest.mark.parametrize(
+    ("note", "copied"),
+    [
+        ("No new proposals of your own; your digest is what the others build on.", True),
+        ("CDA (Conversation Delegation Agent), BOA (Business Objectives Agent)", True),
+        ("KIA (Knowledge Integration Agent)", True),  # shorter than an n-gram: whole
+        ("depot Wi-Fi offload carries 12 TB/day", False),  # the task's, but said in the turn
+        ("Kinesis carries safety events to the dashboard", False),  # the turn's own
+    ],
+)
+def test_a_note_copied_from_the_role_or_task_and_not_the_turn_copies_the_prompt(note, copied):
+    assert copies_prompt(note, (KIA_ROLE, TASK), DIGEST) is copied
+
+
+def test_an_update_refuses_a_note_copied_from_its_role_and_counts_it():
+    """The update prompt shows the role and the task: a note taken from them and not from
+    the agent's output is refused, and the output's own note is kept."""
+    role_note = "No new proposals of your own; your digest is what the others build on."
+    own_note = "Kinesis carries safety events to the dashboard"
+    edits = [{"to": "decisions", "add": role_note}, {"to": "decisions", "add": own_note}]
+    model = FakeMessagesListChatModel(responses=[_answer(edits)])
+    memory = IntrinsicMemory(model, TEMPLATE, memory_tokens=256)
+    held = Memory(memory.template, (("depot Wi-Fi offload carries 12 TB/day",), ()))
+    result = memory.update(held, DIGEST, role=KIA_ROLE, system=TASK)
+    assert result.memory.notes == (("depot Wi-Fi offload carries 12 TB/day",), (own_note,))
+    assert result.repairs.copied_prompt == 1

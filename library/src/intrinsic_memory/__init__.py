@@ -53,8 +53,9 @@ _EXPORTS = {
     "amemory_step": "intrinsic_memory.nodes",
     "memory_of": "intrinsic_memory.state",
     "render_memory": "intrinsic_memory.context",
-    # notes worth keeping: restated, in another script
+    # notes worth keeping: restated, in another script, copied from the prompt
     "restates": "intrinsic_memory.notes",
+    "copies_prompt": "intrinsic_memory.notes",
     "scripts_of": "intrinsic_memory.notes",
     "strip_foreign": "intrinsic_memory.notes",
     # Algorithm 1: the window and the budget
@@ -105,6 +106,7 @@ __all__ = [
     "amemory_step",
     "answers_in_json",
     "check_budget",
+    "copies_prompt",
     "count_message_tokens",
     "count_tokens",
     "fit_context",
@@ -165,7 +167,7 @@ if TYPE_CHECKING:
         zero_usage,
     )
     from intrinsic_memory.nodes import add_intrinsic_memory, amemory_step, memory_node, memory_step
-    from intrinsic_memory.notes import restates, scripts_of, strip_foreign
+    from intrinsic_memory.notes import copies_prompt, restates, scripts_of, strip_foreign
     from intrinsic_memory.schedule import (
         DOCUMENTATION,
         Phase,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -268,16 +269,22 @@ class IntrinsicMemory:
         return json_model(self.model, schema, cap), messages, options
 
     def interpret(
-        self, memory: Memory | str | None, reply: Reply, source: str | None = None
+        self,
+        memory: Memory | str | None,
+        reply: Reply,
+        source: str | None = None,
+        prompt: Sequence[str] = (),
     ) -> MemoryUpdate:
         """The stored next version from a model's answer (no model call): an empty or
         unusable answer leaves the memory as it was, and is logged. `source` is the output
         the memory was updated from: its notes keep to its scripts (`notes.strip_foreign`);
-        without it, to the template's."""
+        without it, to the template's. `prompt` is the standing text the update was shown
+        (the role, the shared task): a new note copied from it and not from `source` is
+        refused (`notes.copies_prompt`)."""
         previous = self.read(memory)
         repairs = Repairs()
         scripts = scripts_of(self.template.markdown() if source is None else source)
-        tidy = {"previous": previous, "scripts": scripts}
+        tidy = {"previous": previous, "scripts": scripts, "prompt": prompt, "output": source}
         if not reply.text.strip():
             repairs.unusable = "the answer is empty"
             new = previous
@@ -325,13 +332,16 @@ class IntrinsicMemory:
         output in the prompt; `metadata` labels the call for tracing (LangSmith,
         callbacks); `system`, text shared by every agent's calls, opens the prompt instead
         (see `messages`). The call is kept out of `stream_mode="messages"`. An output that
-        is not news (`is_news`) returns the memory unchanged, without a call.
+        is not news (`is_news`) returns the memory unchanged, without a call. A new note
+        copied from `role` or `system` rather than from `output` is refused
+        (`copies_prompt`): the agent sees that text at every turn anyway.
         """
         current = self.read(memory)  # parsed once for the prompt, schema, cap and answer
         if not self.is_news(current, output):
             return self._unchanged(current)
         runnable, messages, options = self._request(current, output, role, turn, metadata, system)
-        return self.interpret(current, invoke(runnable, messages, **options), output)
+        reply = invoke(runnable, messages, **options)
+        return self.interpret(current, reply, output, prompt=(role, system or ""))
 
     async def aupdate(
         self,
@@ -348,7 +358,8 @@ class IntrinsicMemory:
         if not self.is_news(current, output):
             return self._unchanged(current)
         runnable, messages, options = self._request(current, output, role, turn, metadata, system)
-        return self.interpret(current, await ainvoke(runnable, messages, **options), output)
+        reply = await ainvoke(runnable, messages, **options)
+        return self.interpret(current, reply, output, prompt=(role, system or ""))
 
 
 def update_prompts() -> list[str]:

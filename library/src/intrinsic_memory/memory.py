@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from intrinsic_memory import _prompts
-from intrinsic_memory.notes import reconcile, strip_foreign, strip_repeats
+from intrinsic_memory.notes import copies_prompt, reconcile, strip_foreign, strip_repeats
 from intrinsic_memory.tokens import count_tokens
 
 # Words that do not help tell sections apart in a JSON key ("My role's responsibilities"
@@ -284,6 +284,7 @@ class Repairs:
     merged_notes: int = 0  # new notes that restated a note already held (`notes.reconcile`)
     foreign_script: int = 0  # notes cleaned of (or refused for) letters of another script
     repeated_words: int = 0  # notes cut where they repeated themselves, or refused
+    copied_prompt: int = 0  # notes refused: copied from the role or task, not the output
     unusable: str = ""  # why nothing of the answer could be used ("" when it could)
 
     def as_dict(self) -> dict[str, int]:
@@ -299,9 +300,13 @@ def bound(
     *,
     previous: Memory | None = None,
     scripts: Iterable[str] | None = None,
+    prompt: Sequence[str] = (),
+    output: str | None = None,
 ) -> Memory:
     """Clean every note (one line within the note limit, no repeats in a section; with
-    `scripts`, only letters of those scripts and no note that repeats itself), reconcile the
+    `scripts`, only letters of those scripts and no note that repeats itself; with the
+    `output` the memory was updated from, no new note copied from the `prompt`'s standing
+    text instead, `notes.copies_prompt`), reconcile the
     notes new since `previous` with those they restate (`notes.reconcile`), then, while the
     memory is over its token budget, drop the oldest note of the section holding the most
     notes (of two as full, the later one in the template): sections share the room, and
@@ -317,6 +322,14 @@ def bound(
                 note, repeated = strip_repeats(note) if note else (note, False)
                 repairs.foreign_script += foreign
                 repairs.repeated_words += repeated
+            if (
+                note
+                and output is not None
+                and raw not in held
+                and copies_prompt(note, prompt, output)
+            ):
+                repairs.copied_prompt += 1
+                continue
             note, shortened = clean_note(note, limits.note_chars)
             repairs.shortened_notes += shortened
             if note and note not in kept:

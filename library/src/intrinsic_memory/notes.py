@@ -16,6 +16,10 @@ LLM call; these rules cost nothing and give the same answer every time:
 - *Repeats*: a note is cut where it starts to repeat itself (a phrase said again right
   after itself, or a run of `REPEAT_WORDS` words said a second time); a note left with
   fewer than `MIN_WORDS` words is refused.
+- *Prompt*: a note copied from the standing text of the update prompt (the agent's role,
+  the task every agent shares) rather than drawn from the agent's output is refused: half or
+  more of its word `PROMPT_NGRAM`-grams are in that text and fewer than half in the output.
+  The agent sees that text at every turn; a note of it is no memory of its own.
 - *Novelty*: an output adds nothing new to a memory when fewer than `MIN_NEW_WORDS` of its
   words (figures, and words of three letters or more outside `STOP_WORDS`) are missing
   from the memory: such a turn costs no update call.
@@ -27,10 +31,14 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable
+from functools import lru_cache
 
 __all__ = [
+    "COPIED_SHARE",
     "MIN_NEW_WORDS",
+    "PROMPT_NGRAM",
     "SIMILAR_NOTES",
+    "copies_prompt",
     "new_words",
     "note_similarity",
     "restates",
@@ -39,6 +47,8 @@ __all__ = [
 ]
 
 SIMILAR_NOTES = 0.6
+PROMPT_NGRAM = 4
+COPIED_SHARE = 0.5
 REPEAT_WORDS = 5
 MIN_WORDS = 3
 MIN_NEW_WORDS = 3
@@ -146,6 +156,36 @@ def restates(a: str, b: str) -> bool:
     `SIMILAR_NOTES` (0.6), e.g. "Budget: USD 45,000 a month" and "The budget is USD 45,000
     a month"."""
     return note_similarity(a, b) >= SIMILAR_NOTES
+
+
+@lru_cache(maxsize=64)
+def _grams(text: str, n: int) -> frozenset[tuple[str, ...]]:
+    """The word n-grams of `text` (cached: the same prompt is checked note after note)."""
+    said = words(text)
+    return frozenset(tuple(said[i : i + n]) for i in range(len(said) - n + 1))
+
+
+def copies_prompt(note: str, prompt: str | Iterable[str], output: str) -> bool:
+    """Whether `note` copies the standing text of the update prompt (`prompt`: the agent's
+    role, the task every agent shares) rather than the agent's `output`: of its word
+    `PROMPT_NGRAM`-grams (all its words, when it has fewer), at least `COPIED_SHARE` (0.5)
+    are in `prompt` and fewer than that in `output`.
+
+    12-07, a default meeting on a 0.5B model: the Knowledge Integration Agent kept "No new
+    proposals of your own; your digest is what the others build on." from its role, and
+    "CDA (Conversation Delegation Agent), BOA (...)" from the task's roster."""
+    said = words(note)
+    n = min(PROMPT_NGRAM, len(said))
+    if not n:
+        return False
+    grams = [tuple(said[i : i + n]) for i in range(len(said) - n + 1)]
+    texts = [prompt] if isinstance(prompt, str) else list(prompt)
+
+    def share(sources: list[str]) -> float:
+        found = [_grams(text, n) for text in sources]
+        return sum(any(g in f for f in found) for g in grams) / len(grams)
+
+    return share(texts) >= COPIED_SHARE and share([output]) < COPIED_SHARE
 
 
 def _says_more(new: str, old: str) -> bool:
