@@ -269,8 +269,9 @@ def _how(
     requirement: str,
 ) -> tuple[list[str], list[str]]:
     """A sentence on how a component on `technology` meets each part of a requirement, asked
-    part by part without the proposal (whose phrases a small model copied); the parts with no
-    usable sentence of their own."""
+    part by part without the proposal (whose phrases a small model copied), and a part
+    without the rest of its requirement (12-07: asked about one of R7's three retention
+    limits, the 0.5B model copied all three); the parts with no usable sentence of their own."""
     clauses = parts.requirement_parts(task, requirement)
     said: list[str] = []
     unsaid: list[str] = []
@@ -281,8 +282,9 @@ def _how(
             "technology": technology,
             "requirement": requirement,
             "named": parts.requirement_name(task, requirement),
-            "text": parts.requirement_text(task, requirement),
-            "focus": f'This question is about one part of it: "{clause}".\n' if several else "",
+            "asked": f'this question is about one part of it: "{clause}".'
+            if several
+            else f'"{parts.requirement_text(task, requirement)}"',
         }
         question, _ = prompt_parts("design/how", **fields)
         how = asker.ask(

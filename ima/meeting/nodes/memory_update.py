@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Mapping
+from functools import lru_cache
 from typing import Any
 
 from intrinsic_memory import IntrinsicMemory, memory_step, only_markers
 from langgraph.runtime import Runtime
 
-from ima.core.ngrams import copied_share, ngram_set
+from ima.core.ngrams import Gram, copied_share, ngram_set
 from ima.core.settings import RunContext
 from ima.core.state import (
     MEMORY_KEY,
@@ -56,11 +57,17 @@ def latest_turn_of(state: State, role_id: str) -> dict[str, Any]:
 REPEATED = 0.5  # share of a turn's word 8-grams found in earlier turns and instructions
 
 
+@lru_cache(maxsize=8)
+def _instruction_grams(texts: tuple[str, ...]) -> frozenset[Gram]:
+    """The instructions' 8-grams: the same at every memory step of a run."""
+    return frozenset(ngram_set(texts))
+
+
 def repeats_the_meeting(task: Task, state: State, turn: Mapping[str, Any]) -> bool:
     """Whether `turn` mostly repeats earlier turns or the agents' instructions."""
     earlier = [t["content"] for t in state["transcript"] if t["index"] < turn["index"]]
-    shown = [*instruction_texts(task, state.get("templates")), *earlier]
-    share = copied_share(turn["content"], ngram_set(shown))
+    told = _instruction_grams(tuple(instruction_texts(task, state.get("templates"))))
+    share = copied_share(turn["content"], told | ngram_set(earlier))
     return share is not None and share >= REPEATED
 
 
