@@ -71,7 +71,7 @@ class MemoryRepairs(TypedDict):
     merged_notes: NotRequired[int]  # new notes that restated a note already held
     foreign_script: NotRequired[int]  # notes cleaned of (or refused for) another script
     repeated_words: NotRequired[int]  # notes cut where they repeated themselves, or refused
-    copied_prompt: NotRequired[int]  # notes refused: copied from the role or task, not the turn
+    copied_prompt: NotRequired[int]  # notes refused: copied from the role, not the turn
     unusable: int  # 1: nothing of the answer was usable, the memory stayed as it was
 
 

@@ -59,7 +59,7 @@ REPAIR_LABELS = {
     "merged_notes": "new notes merged with a note they restated",
     "foreign_script": "notes cleaned of another script (or refused)",
     "repeated_words": "notes cut where they repeated themselves (or refused)",
-    "copied_prompt": "notes refused: copied from the role or task, not the turn",
+    "copied_prompt": "notes refused: copied from the role, not the turn",
     "unusable": "unusable answers (the memory stayed as it was)",
 }
 REPAIR_KINDS = tuple(REPAIR_LABELS)

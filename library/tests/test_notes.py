@@ -224,15 +224,20 @@ def test_a_note_copied_from_the_role_or_task_and_not_the_turn_copies_the_prompt(
     assert copies_prompt(note, (KIA_ROLE, TASK), DIGEST) is copied
 
 
-def test_an_update_refuses_a_note_copied_from_its_role_and_counts_it():
-    """The update prompt shows the role and the task: a note taken from them and not from
-    the agent's output is refused, and the output's own note is kept."""
+def test_an_update_refuses_a_note_copied_from_its_role_and_keeps_one_of_the_task():
+    """A note taken from the agent's role and not from its output is refused; the output's
+    own note is kept, and so is a note of the task, which is what a memory keeps."""
     role_note = "No new proposals of your own; your digest is what the others build on."
+    task_note = "Design a data pipeline for 200 test vehicles"
     own_note = "Kinesis carries safety events to the dashboard"
-    edits = [{"to": "decisions", "add": role_note}, {"to": "decisions", "add": own_note}]
+    edits = [{"to": "decisions", "add": n} for n in (role_note, own_note)]
+    edits.append({"to": "requirements", "add": task_note})
     model = FakeMessagesListChatModel(responses=[_answer(edits)])
     memory = IntrinsicMemory(model, TEMPLATE, memory_tokens=256)
     held = Memory(memory.template, (("depot Wi-Fi offload carries 12 TB/day",), ()))
     result = memory.update(held, DIGEST, role=KIA_ROLE, system=TASK)
-    assert result.memory.notes == (("depot Wi-Fi offload carries 12 TB/day",), (own_note,))
+    assert result.memory.notes == (
+        ("depot Wi-Fi offload carries 12 TB/day", task_note),
+        (own_note,),
+    )
     assert result.repairs.copied_prompt == 1

@@ -279,8 +279,8 @@ class IntrinsicMemory:
         unusable answer leaves the memory as it was, and is logged. `source` is the output
         the memory was updated from: its notes keep to its scripts (`notes.strip_foreign`);
         without it, to the template's. `prompt` is the standing text the update was shown
-        (the role, the shared task): a new note copied from it and not from `source` is
-        refused (`notes.copies_prompt`)."""
+        that is no memory's to keep (`update` gives the role): a new note copied from it and
+        not from `source` is refused (`notes.copies_prompt`)."""
         previous = self.read(memory)
         repairs = Repairs()
         scripts = scripts_of(self.template.markdown() if source is None else source)
@@ -333,15 +333,16 @@ class IntrinsicMemory:
         callbacks); `system`, text shared by every agent's calls, opens the prompt instead
         (see `messages`). The call is kept out of `stream_mode="messages"`. An output that
         is not news (`is_news`) returns the memory unchanged, without a call. A new note
-        copied from `role` or `system` rather than from `output` is refused
-        (`copies_prompt`): the agent sees that text at every turn anyway.
+        copied from `role` rather than from `output` is refused (`copies_prompt`): the
+        agent is told its role at every turn anyway. The task (`system`) is what a memory
+        keeps, so a note of it stays.
         """
         current = self.read(memory)  # parsed once for the prompt, schema, cap and answer
         if not self.is_news(current, output):
             return self._unchanged(current)
         runnable, messages, options = self._request(current, output, role, turn, metadata, system)
         reply = invoke(runnable, messages, **options)
-        return self.interpret(current, reply, output, prompt=(role, system or ""))
+        return self.interpret(current, reply, output, prompt=(role,))
 
     async def aupdate(
         self,
@@ -359,7 +360,7 @@ class IntrinsicMemory:
             return self._unchanged(current)
         runnable, messages, options = self._request(current, output, role, turn, metadata, system)
         reply = await ainvoke(runnable, messages, **options)
-        return self.interpret(current, reply, output, prompt=(role, system or ""))
+        return self.interpret(current, reply, output, prompt=(role,))
 
 
 def update_prompts() -> list[str]:

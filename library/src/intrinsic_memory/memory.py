@@ -284,7 +284,7 @@ class Repairs:
     merged_notes: int = 0  # new notes that restated a note already held (`notes.reconcile`)
     foreign_script: int = 0  # notes cleaned of (or refused for) letters of another script
     repeated_words: int = 0  # notes cut where they repeated themselves, or refused
-    copied_prompt: int = 0  # notes refused: copied from the role or task, not the output
+    copied_prompt: int = 0  # notes refused: copied from the role, not the output
     unusable: str = ""  # why nothing of the answer could be used ("" when it could)
 
     def as_dict(self) -> dict[str, int]:

@@ -16,10 +16,10 @@ LLM call; these rules cost nothing and give the same answer every time:
 - *Repeats*: a note is cut where it starts to repeat itself (a phrase said again right
   after itself, or a run of `REPEAT_WORDS` words said a second time); a note left with
   fewer than `MIN_WORDS` words is refused.
-- *Prompt*: a note copied from the standing text of the update prompt (the agent's role,
-  the task every agent shares) rather than drawn from the agent's output is refused: half or
-  more of its word `PROMPT_NGRAM`-grams are in that text and fewer than half in the output.
-  The agent sees that text at every turn; a note of it is no memory of its own.
+- *Prompt*: a note copied from the agent's role in the update prompt rather than drawn from
+  the agent's output is refused: half or more of its word `PROMPT_NGRAM`-grams are in the
+  role and fewer than half in the output. The agent is told its role at every turn; a note
+  of it is no memory of its own. The task is what a memory keeps: a note of it stays.
 - *Novelty*: an output adds nothing new to a memory when fewer than `MIN_NEW_WORDS` of its
   words (figures, and words of three letters or more outside `STOP_WORDS`) are missing
   from the memory: such a turn costs no update call.
@@ -166,14 +166,13 @@ def _grams(text: str, n: int) -> frozenset[tuple[str, ...]]:
 
 
 def copies_prompt(note: str, prompt: str | Iterable[str], output: str) -> bool:
-    """Whether `note` copies the standing text of the update prompt (`prompt`: the agent's
-    role, the task every agent shares) rather than the agent's `output`: of its word
+    """Whether `note` copies standing text of the update prompt (`prompt`, e.g. the agent's
+    role) rather than the agent's `output`: of its word
     `PROMPT_NGRAM`-grams (all its words, when it has fewer), at least `COPIED_SHARE` (0.5)
     are in `prompt` and fewer than that in `output`.
 
     12-07, a default meeting on a 0.5B model: the Knowledge Integration Agent kept "No new
-    proposals of your own; your digest is what the others build on." from its role, and
-    "CDA (Conversation Delegation Agent), BOA (...)" from the task's roster."""
+    proposals of your own; your digest is what the others build on." from its role."""
     said = words(note)
     n = min(PROMPT_NGRAM, len(said))
     if not n:
