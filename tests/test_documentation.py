@@ -447,6 +447,7 @@ def test_a_requirement_is_asked_about_part_by_part_and_a_part_left_unsaid_is_sho
     update, prompts = document(task, calls(task, hows=hows))
     asked = [p for p in prompts if p.startswith("## Part: how Vehicle upload meets R11")]
     assert len(asked) == 4 and 'one part of it: "the safety path is 99.9% available"' in asked[3]
+    assert "checksum" not in asked[3]  # a part alone: the 0.5B model copied the others too
     assert '"how" repeats what was said for another part of the requirement' in asked[2]
     row = next(
         r for r in Design.model_validate(update["final"]["spec"]).requirements if r.id == "R11"
