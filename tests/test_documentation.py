@@ -724,6 +724,14 @@ def test_a_pro_that_copies_the_brief_is_no_pro(task):
     assert Design.model_validate(update["final"]["spec"]).components[0].cons == cons[1:]
 
 
+def test_a_pro_cut_short_on_a_verb_wanting_its_object_is_dropped(task):
+    """12-07's make run printed "Pros: Data synchronization allows"."""
+    first = slots(task)[0]
+    pros = ["Data synchronization allows for", "keeps each clip until it is acknowledged"]
+    update, _ = document(task, calls(task, components={first.id: [component(first, pros=pros)]}))
+    assert Design.model_validate(update["final"]["spec"]).components[0].pros == pros[1:]
+
+
 def test_a_figure_counts_as_one_word_however_many_of_its_spellings_match(task):
     from ima.core.ngrams import words
     from ima.meeting.design.answers import without_figures

@@ -77,6 +77,13 @@ _PLACEHOLDER = re.compile(r"\s*(?:\b(?:before|after|so that|then)\s*)?(?:\.{3,}|
 # A plan step builds the pipeline: the agents who designed it are no part of it.
 _AGENTS = re.compile(r"\bagents?\b", re.I)
 _ID = re.compile(r"r\d+")  # a requirement's id, which says nothing of it
+# A pro or con that ends on a verb still wanting its object was cut short: 12-07's make run
+# printed "Pros: Data synchronization allows" ("... allows for ..." cut at "for").
+_UNFINISHED = re.compile(
+    r"\b(?:allows?|provides?|enables?|requires?|offers?|supports?|makes?|ensures?|helps?|"
+    r"is|are|can|will|has|have|gives?|lets?)$",
+    re.I,
+)
 # A link is not an explanation (and a small model's links are made up).
 _WEB_ADDRESS = re.compile(r"https?://|www\.|\b[\w-]+\.(?:com|org|io|net)/", re.I)
 # Words that name no product: a technology made only of them ("Cloud-based platform",
@@ -302,7 +309,12 @@ class Checker:
         items = [whole_clauses(" ".join(str(v).split()), ITEM_CHARS) for v in listed]
         items = [i.strip(" .;,") for i in items]
         return [
-            i for i in items if i and not self._problem("item", i) and not self._names_an_agent(i)
+            i
+            for i in items
+            if i
+            and not _UNFINISHED.search(i)
+            and not self._problem("item", i)
+            and not self._names_an_agent(i)
         ]
 
     def estimate_parser(
